@@ -1,0 +1,38 @@
+# The two commands a fresh machine needs: `make serve` and `make test`.
+# Each creates the virtualenv it needs; nothing is installed by hand.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: serve test lint typecheck clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
+
+# Runtime install (no dev tools); re-run when the project's metadata changes.
+$(VENV)/.runtime: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $@
+
+# Runtime plus the dev dependency group (pytest, mypy, ruff, ...).
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e . --group dev
+	@touch $@ $(VENV)/.runtime
+
+serve: $(VENV)/.runtime
+	$(BIN)/memstack tools list
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.dev
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,65 @@
+"""The exceptions memstack raises, split by who must act on them.
+
+::
+
+    MemstackError                      every memstack error
+     ├── ConfigError                   the developer wired memstack wrongly
+     │                                 (a missing extra, a bad setting, an invalid tool schema)
+     ├── InvalidInput (ValueError)     the developer passed a bad argument; ``field`` names it
+     │    └── NotFound (LookupError)   the thing asked for does not exist
+     ├── StoreUnavailable              operations: a backend (database, Redis, model) is down
+     └── ToolInputError                the LLM passed bad tool arguments; the message is
+                                       returned to the model as the tool result, so it
+                                       says what to change
+
+Every message says what to do next. Errors carry data and have no side effects:
+they are logged, if at all, at the edge that catches them.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "InvalidInput",
+    "MemstackError",
+    "NotFound",
+    "StoreUnavailable",
+    "ToolInputError",
+]
+
+
+class MemstackError(Exception):
+    """Base class of every error memstack raises on purpose."""
+
+
+class ConfigError(MemstackError):
+    """memstack is set up wrongly: a missing optional dependency, a bad setting."""
+
+
+class InvalidInput(MemstackError, ValueError):
+    """A caller passed a bad argument. ``field`` names it when one field is at fault."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotFound(InvalidInput, LookupError):
+    """The caller asked for something that does not exist."""
+
+
+class StoreUnavailable(MemstackError):
+    """A backing service (database, Redis, embedding model) cannot be reached."""
+
+
+class ToolInputError(MemstackError):
+    """An LLM called a tool with bad arguments.
+
+    The message is what the model sees as the tool's result, so it names the
+    offending fields and says how to call the tool correctly.
+    """
+
+    def __init__(self, message: str, *, tool: str, fields: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.fields = fields
