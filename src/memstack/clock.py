@@ -45,7 +45,7 @@ class ManualClock:
 
 def now_ms(clock: Clock) -> int:
     """Milliseconds since the epoch, as JavaScript's ``Date.now()``."""
-    return int(clock.now() * 1000)
+    return round(clock.now() * 1000)
 
 
 def iso_from_ms(ms: int) -> str:

@@ -1,0 +1,47 @@
+"""Test-wide guards: no test may reach a real network service (an LLM API above all)."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+def _is_local(address: Any) -> bool:
+    if isinstance(address, str | bytes):  # a Unix socket path
+        return True
+    host = address[0] if isinstance(address, tuple) else address
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _forbid_network() -> Iterator[None]:
+    """Refuse every outbound connection that is not to this machine."""
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def connect(self: socket.socket, address: Any) -> None:
+        if not _is_local(address):
+            raise RuntimeError(f"tests must not reach the network (tried {address!r})")
+        real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        if not _is_local(address):
+            raise RuntimeError(f"tests must not reach the network (tried {address!r})")
+        return real_connect_ex(self, address)
+
+    setattr(socket.socket, "connect", connect)  # noqa: B010
+    setattr(socket.socket, "connect_ex", connect_ex)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(socket.socket, "connect", real_connect)  # noqa: B010
+        setattr(socket.socket, "connect_ex", real_connect_ex)  # noqa: B010
