@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.servers import running_postgres
+
 
 def _is_local(address: Any) -> bool:
     if isinstance(address, str | bytes):  # a Unix socket path
@@ -45,3 +47,10 @@ def _forbid_network() -> Iterator[None]:
     finally:
         setattr(socket.socket, "connect", real_connect)  # noqa: B010
         setattr(socket.socket, "connect_ex", real_connect_ex)  # noqa: B010
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL + pgvector server for the whole session, started on first use."""
+    with running_postgres() as server:
+        yield server.url

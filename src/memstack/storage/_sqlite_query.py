@@ -1,0 +1,164 @@
+"""The SQLite query builder: filters to WHERE clauses, records to and from rows.
+
+Every value travels as a ``?`` parameter; the SQL text is built only from the fixed
+fragments below. Lists of ids or kinds go in as one JSON array read by ``json_each``,
+so their length never meets SQLite's limit on parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memstack._json import JSON
+from memstack.storage.types import Filter, Order, Record
+
+__all__ = [
+    "COLUMNS",
+    "ORDER_BY",
+    "UPSERT",
+    "canonical_json",
+    "decode_vector",
+    "fts_query",
+    "has_conditions",
+    "json_list",
+    "record_from_row",
+    "record_params",
+    "where",
+]
+
+COLUMNS = (
+    "r.pk, r.namespace, r.id, r.text, r.metadata, r.kind, r.importance, r.created_at,"
+    " r.updated_at, r.last_accessed_at, r.expires_at, r.embedding"
+)
+
+ORDER_BY: dict[Order, str] = {
+    "created_desc": "r.created_at DESC, r.id DESC",
+    "created_asc": "r.created_at ASC, r.id ASC",
+    "updated_desc": "r.updated_at DESC, r.id DESC",
+}
+
+UPSERT = """
+INSERT INTO records (namespace, id, text, metadata, kind, importance, created_at,
+                     updated_at, last_accessed_at, expires_at, embedding, dim)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (namespace, id) DO UPDATE SET
+    text = excluded.text, metadata = excluded.metadata, kind = excluded.kind,
+    importance = excluded.importance, created_at = excluded.created_at,
+    updated_at = excluded.updated_at, last_accessed_at = excluded.last_accessed_at,
+    expires_at = excluded.expires_at, embedding = excluded.embedding, dim = excluded.dim
+"""
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def canonical_json(value: JSON) -> str:
+    """Compact JSON with sorted keys: how metadata is stored and compared."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def json_list(values: Sequence[str]) -> str:
+    return json.dumps(list(values), ensure_ascii=False)
+
+
+def where(namespace: str, wanted: Filter, now: float | None) -> tuple[str, list[Any]]:
+    """A WHERE clause (over alias ``r``) and its parameters.
+
+    ``now`` of ``None`` leaves out the expiry condition (the caller handles it).
+    """
+    conds = ["r.namespace = ?"]
+    params: list[Any] = [namespace]
+    if now is not None and not wanted.include_expired:
+        conds.append("(r.expires_at IS NULL OR r.expires_at > ?)")
+        params.append(now)
+    for column, values in (("r.kind", wanted.kinds), ("r.id", wanted.ids)):
+        if values is not None:
+            conds.append(f"{column} IN (SELECT value FROM json_each(?))")
+            params.append(json_list(values))
+    if wanted.created_after is not None:
+        conds.append("r.created_at > ?")
+        params.append(wanted.created_after)
+    if wanted.created_before is not None:
+        conds.append("r.created_at < ?")
+        params.append(wanted.created_before)
+    for key, value in (wanted.metadata or {}).items():
+        test, extra = _json_test(value)
+        conds.append(
+            f"EXISTS (SELECT 1 FROM json_each(r.metadata) AS m WHERE m.key = ? AND {test})"
+        )
+        params.extend([key, *extra])
+    return " AND ".join(conds), params
+
+
+def has_conditions(wanted: Filter) -> bool:
+    """Whether ``wanted`` says more than which records have expired."""
+    return any(
+        v is not None
+        for v in (wanted.kinds, wanted.ids, wanted.created_after, wanted.created_before)
+    ) or bool(wanted.metadata)
+
+
+def _json_test(value: JSON) -> tuple[str, list[Any]]:
+    """A condition on ``json_each`` row ``m`` that holds when its value equals ``value``."""
+    if value is None:
+        return "m.type = 'null'", []
+    if isinstance(value, bool):
+        return ("m.type = 'true'" if value else "m.type = 'false'"), []
+    if isinstance(value, int | float):
+        number = value if _INT64[0] <= value <= _INT64[1] else float(value)
+        return "m.type IN ('integer', 'real') AND m.atom = ?", [number]
+    if isinstance(value, str):
+        return "m.type = 'text' AND m.atom = ?", [value]
+    kind = "array" if isinstance(value, list) else "object"
+    return f"m.type = '{kind}' AND m.value = ?", [canonical_json(value)]
+
+
+def fts_query(words: Sequence[str]) -> str:
+    """An FTS5 query matching any of ``words``, each as a quoted string."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def record_params(record: Record) -> tuple[Any, ...]:
+    embedding = record.embedding
+    return (
+        record.namespace,
+        record.id,
+        record.text,
+        canonical_json(record.metadata),
+        record.kind,
+        record.importance,
+        record.created_at,
+        record.updated_at,
+        record.last_accessed_at,
+        record.expires_at,
+        None if embedding is None else embedding.astype("<f4").tobytes(),
+        None if embedding is None else int(embedding.shape[0]),
+    )
+
+
+def record_from_row(row: Sequence[Any]) -> Record:
+    """A record from a row of ``COLUMNS`` (``pk`` first, then the record's fields)."""
+    blob = row[11]
+    return Record(
+        namespace=row[1],
+        id=row[2],
+        text=row[3],
+        metadata=json.loads(row[4]),
+        kind=row[5],
+        importance=row[6],
+        created_at=row[7],
+        updated_at=row[8],
+        last_accessed_at=row[9],
+        expires_at=row[10],
+        embedding=None if blob is None else decode_vector(blob),
+    )
+
+
+def decode_vector(blob: bytes) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """A read-only float32 array over a stored little-endian BLOB."""
+    array = np.frombuffer(blob, dtype="<f4").astype(np.float32, copy=False)
+    array.flags.writeable = False
+    return array

@@ -1,0 +1,285 @@
+"""Argument checks shared by every backend: each raises ``InvalidInput`` naming the field.
+
+Backends call these before touching storage, so a rejected call changes nothing.
+The checked values come back normalized (deduplicated ids, JSON-copied metadata,
+read-only float32 embeddings).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import get_args
+
+import numpy as np
+
+from memstack._json import JSON, to_json
+from memstack.errors import InvalidInput
+from memstack.storage.types import Filter, Order, Record, Vector
+
+MAX_KEY_BYTES = 1024
+MAX_DIM = 16_000
+MAX_LIMIT = 10_000
+_ORDERS: tuple[str, ...] = get_args(Order)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Batch:
+    """A checked upsert batch: last-wins records and each namespace's embedding size."""
+
+    records: list[Record]
+    dims: dict[str, tuple[int, str]]  # namespace -> (dimension, field that set it)
+
+
+def check_text(value: object, field: str) -> str:
+    """A string that every backend can store: UTF-8 encodable, without NUL."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string; got {type(value).__name__}.", field=field)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{field} is not valid Unicode (a lone surrogate?); pass UTF-8 encodable text.",
+            field=field,
+        ) from exc
+    if "\x00" in value:
+        raise InvalidInput(f"{field} contains a NUL character; remove it.", field=field)
+    return value
+
+
+def check_query(value: object) -> str:
+    """A keyword query: any string (words are extracted from it, the rest is ignored)."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"query must be a string; got {type(value).__name__}.", field="query")
+    return value
+
+
+def check_key(value: object, field: str) -> str:
+    """A namespace or id: a non-empty string of at most ``MAX_KEY_BYTES`` UTF-8 bytes."""
+    text = check_text(value, field)
+    if not text:
+        raise InvalidInput(f"{field} must be a non-empty string.", field=field)
+    if len(text.encode("utf-8")) > MAX_KEY_BYTES:
+        raise InvalidInput(
+            f"{field} is longer than {MAX_KEY_BYTES} UTF-8 bytes; use a shorter one.", field=field
+        )
+    return text
+
+
+def check_namespace(value: object) -> str:
+    return check_key(value, "namespace")
+
+
+def check_ids(ids: object, field: str = "ids") -> list[str]:
+    """The ids, checked, without repeats, in first-seen order."""
+    if isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
+        raise InvalidInput(
+            f"{field} must be a list of non-empty strings, not {ids!r}.", field=field
+        )
+    seen: dict[str, None] = {}
+    for i, item in enumerate(ids):
+        seen[check_key(item, f"{field}[{i}]")] = None
+    return [*seen]
+
+
+def check_time(value: object, field: str) -> float:
+    """Seconds since the epoch: a finite int or float."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput(
+            f"{field} must be a finite number of seconds since the epoch; got {value!r}.",
+            field=field,
+        )
+    return float(value)
+
+
+def check_optional_time(value: object, field: str) -> float | None:
+    return None if value is None else check_time(value, field)
+
+
+def check_positive(value: object, field: str, maximum: int = MAX_LIMIT) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidInput(
+            f"{field} must be an integer from 1 to {maximum}; got {value!r}.", field=field
+        )
+    return value
+
+
+def check_offset(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"offset must be an integer >= 0; got {value!r}.", field="offset")
+    return value
+
+
+def check_order(value: object) -> Order:
+    if value not in _ORDERS:
+        raise InvalidInput(f"order must be one of {_ORDERS}; got {value!r}.", field="order")
+    return value  # type: ignore[return-value]
+
+
+def check_vector(value: object, field: str) -> Vector:
+    """A read-only 1-D float32 copy of ``value``: finite, 1..MAX_DIM long, not all zeros."""
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{field} must be a 1-D array of numbers.", field=field) from exc
+    if raw.dtype.kind not in "iuf":
+        raise InvalidInput(f"{field} must hold real numbers; got dtype {raw.dtype}.", field=field)
+    with np.errstate(over="ignore", invalid="ignore"):
+        array = raw.astype(np.float32)  # a copy, so the caller's array may change later
+    if array.ndim != 1 or not 1 <= array.shape[0] <= MAX_DIM:
+        raise InvalidInput(
+            f"{field} must be a 1-D array of 1 to {MAX_DIM} numbers; got shape {array.shape}.",
+            field=field,
+        )
+    if not np.isfinite(array).all():
+        raise InvalidInput(
+            f"{field} holds NaN or infinite values (or values beyond float32); "
+            "check the embedder's output.",
+            field=field,
+        )
+    if not np.any(array):
+        raise InvalidInput(
+            f"{field} is all zeros, which has no cosine direction; check the embedder's output.",
+            field=field,
+        )
+    array.flags.writeable = False
+    return array
+
+
+def check_metadata(value: object, field: str) -> dict[str, JSON]:
+    copied = to_json(value, field=field)
+    if not isinstance(copied, dict):
+        raise InvalidInput(f"{field} must be a JSON object (a dict).", field=field)
+    _check_json_strings(copied, field)
+    return copied
+
+
+def _check_json_strings(value: JSON, field: str) -> None:
+    if isinstance(value, str):
+        check_text(value, field)
+    elif isinstance(value, list):
+        for item in value:
+            _check_json_strings(item, field)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_text(key, field)
+            _check_json_strings(item, field)
+
+
+def check_filter(value: object) -> Filter:
+    """A filter with checked, copied fields; ``None`` becomes the empty filter."""
+    if value is None:
+        return Filter()
+    if not isinstance(value, Filter):
+        raise InvalidInput(f"filter must be a Filter; got {type(value).__name__}.", field="filter")
+    kinds = None if value.kinds is None else tuple(check_ids(value.kinds, "filter.kinds"))
+    ids = None if value.ids is None else tuple(check_ids(value.ids, "filter.ids"))
+    metadata = None
+    if value.metadata is not None:
+        metadata = check_metadata(value.metadata, "filter.metadata")
+    return Filter(
+        kinds=kinds,
+        metadata=metadata,
+        created_after=check_optional_time(value.created_after, "filter.created_after"),
+        created_before=check_optional_time(value.created_before, "filter.created_before"),
+        ids=ids,
+        include_expired=bool(value.include_expired),
+    )
+
+
+def check_record(record: object, field: str) -> Record:
+    if not isinstance(record, Record):
+        raise InvalidInput(f"{field} must be a Record; got {type(record).__name__}.", field=field)
+    importance = record.importance
+    if (
+        isinstance(importance, bool)
+        or not isinstance(importance, int | float)
+        or not 0.0 <= importance <= 1.0
+    ):
+        raise InvalidInput(
+            f"{field}.importance must be a number from 0 to 1; got {importance!r}.",
+            field=f"{field}.importance",
+        )
+    kind = record.kind
+    return replace(
+        record,
+        id=check_key(record.id, f"{field}.id"),
+        namespace=check_key(record.namespace, f"{field}.namespace"),
+        text=check_text(record.text, f"{field}.text"),
+        metadata=check_metadata(record.metadata, f"{field}.metadata"),
+        kind=None if kind is None else check_key(kind, f"{field}.kind"),
+        importance=float(importance),
+        created_at=check_time(record.created_at, f"{field}.created_at"),
+        updated_at=check_time(record.updated_at, f"{field}.updated_at"),
+        last_accessed_at=check_optional_time(record.last_accessed_at, f"{field}.last_accessed_at"),
+        expires_at=check_optional_time(record.expires_at, f"{field}.expires_at"),
+        embedding=(
+            None
+            if record.embedding is None
+            else check_vector(record.embedding, f"{field}.embedding")
+        ),
+    )
+
+
+def check_batch(records: object) -> Batch:
+    """Checked records (last wins per key) and each namespace's embedding dimension."""
+    if isinstance(records, Record | str | bytes) or not isinstance(records, Sequence):
+        raise InvalidInput("records must be a list of Record.", field="records")
+    latest: dict[tuple[str, str], Record] = {}
+    dims: dict[str, tuple[int, str]] = {}
+    for i, item in enumerate(records):
+        record = check_record(item, f"records[{i}]")
+        latest.pop((record.namespace, record.id), None)
+        latest[(record.namespace, record.id)] = record
+        if record.embedding is not None:
+            field = f"records[{i}].embedding"
+            dim = record.embedding.shape[0]
+            seen = dims.setdefault(record.namespace, (dim, field))
+            if seen[0] != dim:
+                raise InvalidInput(
+                    f"{field} has {dim} dimensions but {seen[1]} has {seen[0]}; "
+                    "one namespace holds embeddings of one size.",
+                    field=field,
+                )
+    return Batch(records=list(latest.values()), dims=dims)
+
+
+def check_stored_dims(batch: Batch, stored_dim: Callable[[str], int | None]) -> None:
+    """Reject a batch whose embeddings differ in size from those already in a namespace."""
+    for namespace, (dim, field) in batch.dims.items():
+        stored = stored_dim(namespace)
+        if stored is not None and stored != dim:
+            raise InvalidInput(
+                f"{field} has {dim} dimensions but namespace {namespace!r} holds "
+                f"{stored}-dimension embeddings; embed with the same model, "
+                "or delete the namespace's embedded records first.",
+                field=field,
+            )
+
+
+def check_query_dim(query: Vector, stored: int | None) -> None:
+    """A search vector must have the size of the namespace's embeddings."""
+    if stored is not None and stored != query.shape[0]:
+        raise InvalidInput(
+            f"vector has {query.shape[0]} dimensions but this namespace holds "
+            f"{stored}-dimension embeddings; embed the query with the same model.",
+            field="vector",
+        )
+
+
+def json_equal(left: JSON, right: JSON) -> bool:
+    """JSON equality: ``True`` is not ``1``, ``1`` equals ``1.0``, containers compare deeply."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return left == right
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(map(json_equal, left, right))
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(json_equal(left[k], right[k]) for k in left)
+    return type(left) is type(right) and left == right
+
+
+def metadata_matches(metadata: Mapping[str, JSON], wanted: Mapping[str, JSON]) -> bool:
+    return all(key in metadata and json_equal(metadata[key], v) for key, v in wanted.items())

@@ -1,0 +1,76 @@
+"""The values the record store keeps and returns: records, scored hits, filters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from memstack._json import JSON
+
+__all__ = ["Filter", "Order", "Record", "ScoredRecord", "Vector"]
+
+Vector = npt.NDArray[np.float32]
+"""A 1-D float32 embedding."""
+
+Order = Literal["created_desc", "created_asc", "updated_desc"]
+"""How ``RecordStore.list`` sorts; ties are broken by ``id`` in the same direction."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    """One stored memory: text, metadata, timestamps and an optional embedding.
+
+    Records are keyed by ``(namespace, id)``. Times are seconds since the Unix epoch.
+    ``embedding`` is left out of ``==`` and ``repr`` (arrays do not compare to a bool);
+    the store hands back read-only float32 arrays.
+    """
+
+    id: str
+    namespace: str
+    text: str
+    metadata: dict[str, JSON] = field(default_factory=dict)
+    kind: str | None = None
+    importance: float = 0.5
+    created_at: float
+    updated_at: float
+    last_accessed_at: float | None = None
+    expires_at: float | None = None
+    embedding: Vector | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoredRecord:
+    """A search hit: the record and its score, higher is better.
+
+    ``vector_search`` scores are cosine similarities in [-1, 1]; ``text_search``
+    scores are keyword relevance (BM25-like, only comparable within one result list).
+    """
+
+    record: Record
+    score: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Filter:
+    """Which records a read may return; every given condition must hold.
+
+    - ``kinds``: the record's ``kind`` is one of these (records without a kind never match).
+    - ``metadata``: for each key, the record's top-level metadata value equals this JSON
+      value (``True`` is not ``1``; ``1`` equals ``1.0``).
+    - ``created_after`` / ``created_before``: exclusive bounds on ``created_at``.
+    - ``ids``: the record's id is one of these.
+    - ``include_expired``: reads hide records whose ``expires_at`` is at or before the
+      store clock's now; set this to see them until ``prune_expired`` removes them.
+
+    An empty ``kinds`` or ``ids`` tuple matches nothing.
+    """
+
+    kinds: tuple[str, ...] | None = None
+    metadata: dict[str, JSON] | None = None
+    created_after: float | None = None
+    created_before: float | None = None
+    ids: tuple[str, ...] | None = None
+    include_expired: bool = False
