@@ -1,0 +1,35 @@
+"""Embeddings: text in, unit-length float32 vectors out.
+
+- ``Embedder``: the protocol (``embed_batch``, ``dim``, ``model_id``); ``embed`` embeds one text.
+- ``LocalEmbedder``: all-MiniLM-L6-v2 on this machine (onnxruntime, offline); the default.
+- ``OpenAIEmbedder``, ``OllamaEmbedder``: remote APIs over httpx.
+- ``HashEmbedder``: a deterministic fake for tests.
+- ``EmbeddingSettings`` and ``resolve_embedder``: pick one from the environment (spec 001).
+"""
+
+from memstack.embeddings.base import Embedder, Vectors, embed, l2_normalize
+from memstack.embeddings.hashing import HashEmbedder
+from memstack.embeddings.local import DEFAULT_LOCAL_MODEL, LocalEmbedder
+from memstack.embeddings.ollama import DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL, OllamaEmbedder
+from memstack.embeddings.openai import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_MODEL, OpenAIEmbedder
+from memstack.embeddings.settings import PROVIDERS, EmbeddingSettings, Provider, resolve_embedder
+
+__all__ = [
+    "DEFAULT_LOCAL_MODEL",
+    "DEFAULT_OLLAMA_MODEL",
+    "DEFAULT_OLLAMA_URL",
+    "DEFAULT_OPENAI_BASE_URL",
+    "DEFAULT_OPENAI_MODEL",
+    "PROVIDERS",
+    "Embedder",
+    "EmbeddingSettings",
+    "HashEmbedder",
+    "LocalEmbedder",
+    "OllamaEmbedder",
+    "OpenAIEmbedder",
+    "Provider",
+    "Vectors",
+    "embed",
+    "l2_normalize",
+    "resolve_embedder",
+]

