@@ -1,0 +1,48 @@
+"""Long-term memory across chat sessions (spec 001)."""
+
+from memstack.longterm.collection import Collection
+from memstack.longterm.extraction import EXTRACTION_PROMPT, parse_candidates, render_conversation
+from memstack.longterm.factory import create_default_long_term_memory
+from memstack.longterm.memory import DEDUPE_THRESHOLD, DEFAULT_MAX_ITEMS, LongTermMemory
+from memstack.longterm.render import RECALLED_PREAMBLE, escape_prompt_text, render_recalled
+from memstack.longterm.scoring import ScoreBreakdown, hybrid_score, recency
+from memstack.longterm.secrets import looks_like_secret, secret_kind
+from memstack.longterm.settings import LongTermSettings
+from memstack.longterm.tools import LtmRecallTool, LtmRememberTool, long_term_memory_tools
+from memstack.longterm.types import (
+    LTM_KINDS,
+    Candidate,
+    LongTermItem,
+    LtmKind,
+    RecalledMemory,
+    RememberOutcome,
+)
+
+__all__ = [
+    "DEDUPE_THRESHOLD",
+    "DEFAULT_MAX_ITEMS",
+    "EXTRACTION_PROMPT",
+    "LTM_KINDS",
+    "RECALLED_PREAMBLE",
+    "Candidate",
+    "Collection",
+    "LongTermItem",
+    "LongTermMemory",
+    "LongTermSettings",
+    "LtmKind",
+    "LtmRecallTool",
+    "LtmRememberTool",
+    "RecalledMemory",
+    "RememberOutcome",
+    "ScoreBreakdown",
+    "create_default_long_term_memory",
+    "escape_prompt_text",
+    "hybrid_score",
+    "long_term_memory_tools",
+    "looks_like_secret",
+    "parse_candidates",
+    "recency",
+    "render_conversation",
+    "render_recalled",
+    "secret_kind",
+]

@@ -1,0 +1,395 @@
+"""LongTermMemory: durable, per-user memories recalled by a hybrid score (spec 001)."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import math
+import uuid
+from collections.abc import Sequence
+from typing import Final, TypedDict
+
+import numpy as np
+
+from memstack._json import JSON, to_json
+from memstack.clock import Clock, SystemClock
+from memstack.embeddings import Embedder
+from memstack.errors import ConfigError, InvalidInput
+from memstack.longterm.collection import Collection
+from memstack.longterm.extraction import build_extraction_messages, parse_candidates
+from memstack.longterm.scoring import KEYWORD_WEIGHT, hybrid_score, recency, retention_score
+from memstack.longterm.secrets import secret_kind
+from memstack.longterm.types import (
+    LTM_KINDS,
+    Candidate,
+    LongTermItem,
+    LtmKind,
+    RecalledMemory,
+    RememberOutcome,
+)
+from memstack.providers.base import ChatModel, Message
+from memstack.storage import Record, RecordStore
+
+__all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "LongTermMemory"]
+
+DEFAULT_MAX_ITEMS: Final = 500
+DEDUPE_THRESHOLD: Final = 0.92
+MAX_TEXT_CHARS: Final = 4_000
+MAX_K: Final = 100
+_SCAN_PAGE: Final = 500
+_MIN_POOL: Final = 50
+
+
+class LongTermMemory:
+    """One user's memories in one collection: recall, remember, forget.
+
+    Every write path (``remember``, ``remember_many``, ``remember_conversation``)
+    runs the secret filter, then near-duplicate dedupe, then upsert, then eviction.
+    Storage and embedding work runs in a worker thread, off the event loop.
+    """
+
+    def __init__(
+        self,
+        *,
+        collection: Collection,
+        store: RecordStore,
+        embedder: Embedder,
+        extraction_provider: ChatModel | None = None,
+        extraction_model: str | None = None,
+        max_items: int = DEFAULT_MAX_ITEMS,
+        clock: Clock | None = None,
+        owns_store: bool = False,
+        keyword_weight: float = KEYWORD_WEIGHT,
+    ) -> None:
+        if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0:
+            raise InvalidInput(
+                "max_items must be an int >= 0 (0 disables eviction).", field="max_items"
+            )
+        self.collection = collection
+        self.store = store
+        self.embedder = embedder
+        self.extraction_provider = extraction_provider
+        self.extraction_model = extraction_model
+        self.max_items = max_items
+        self.clock: Clock = clock or SystemClock()
+        self._owns_store = owns_store
+        if not 0 <= keyword_weight <= 1:
+            raise InvalidInput("keyword_weight must be from 0 to 1.", field="keyword_weight")
+        self.keyword_weight = keyword_weight
+
+    @property
+    def namespace(self) -> str:
+        return self.collection.name
+
+    def is_ready(self) -> bool:
+        """True when memories can be stored and recalled (a store and an embedder are set)."""
+        return self.store is not None and self.embedder is not None
+
+    # -- recall ------------------------------------------------------------------
+
+    async def recall(self, query: str, k: int = 5, *, touch: bool = True) -> list[RecalledMemory]:
+        """The ``k`` best memories for ``query``, best first.
+
+        Candidates are the nearest neighbours by embedding plus the best keyword (BM25)
+        matches; each is scored 0.7·relevance + 0.2·recency + 0.1·importance, where
+        relevance is cosine similarity blended with keyword relevance
+        (``keyword_weight``, 0.3 by default; 0 gives spec 001's pure cosine). Unless
+        ``touch=False``, ``last_accessed_at`` is bumped on what is returned.
+        """
+        _check_text(query, "query")
+        _check_k(k)
+        return await asyncio.to_thread(self._recall, query, k, touch)
+
+    def _recall(self, query: str, k: int, touch: bool) -> list[RecalledMemory]:
+        vector = self.embedder.embed_batch([query])[0]
+        pool = max(4 * k, _MIN_POOL)
+        records: dict[str, Record] = {}
+        cosine: dict[str, float] = {}
+        for hit in self.store.vector_search(self.namespace, vector, k=pool):
+            records[hit.record.id] = hit.record
+            cosine[hit.record.id] = hit.score
+        keyword: dict[str, float] = {}
+        if self.keyword_weight > 0:
+            text_hits = self.store.text_search(self.namespace, query, k=pool)
+            best = max((h.score for h in text_hits), default=0.0)
+            for hit in text_hits if best > 0 else ():
+                records.setdefault(hit.record.id, hit.record)
+                keyword[hit.record.id] = max(0.0, hit.score) / best
+        now = self.clock.now()
+        ranked = sorted(
+            (
+                self._scored(
+                    record,
+                    cosine.get(rid, _cosine(record, vector)),
+                    keyword.get(rid, 0.0) if keyword else None,
+                    now,
+                )
+                for rid, record in records.items()
+            ),
+            key=lambda item: item.score,
+            reverse=True,
+        )[:k]
+        if touch and ranked:
+            self.store.touch(self.namespace, [item.id for item in ranked], now)
+        return ranked
+
+    def _scored(
+        self, record: Record, similarity: float, keyword: float | None, now: float
+    ) -> RecalledMemory:
+        breakdown = hybrid_score(
+            similarity=similarity,
+            keyword=keyword,
+            keyword_weight=self.keyword_weight,
+            recency=recency(
+                created_at=record.created_at, last_accessed_at=record.last_accessed_at, now=now
+            ),
+            importance=record.importance,
+        )
+        return RecalledMemory(**_item_fields(record), scores=breakdown)
+
+    # -- writing -----------------------------------------------------------------
+
+    async def remember(
+        self,
+        text: str,
+        *,
+        kind: LtmKind = "fact",
+        importance: float = 0.5,
+        created_at: float | None = None,
+        metadata: dict[str, JSON] | None = None,
+    ) -> RememberOutcome:
+        """Store one memory unless it looks like a secret or duplicates an existing one."""
+        candidate = Candidate(
+            text=text,
+            kind=kind,
+            importance=importance,
+            created_at=created_at,
+            metadata=metadata or {},
+        )
+        (outcome,) = await self.remember_many([candidate])
+        return outcome
+
+    async def remember_many(
+        self, candidates: Sequence[Candidate], *, dedupe: bool = True
+    ) -> list[RememberOutcome]:
+        """Run each candidate through the secret filter and dedupe, store the survivors
+        in one batch, then evict down to ``max_items``. One outcome per candidate, in order."""
+        checked = [_validated(c, i) for i, c in enumerate(candidates)]
+        if not checked:
+            return []
+        return await asyncio.to_thread(self._remember_many, checked, dedupe)
+
+    async def remember_conversation(self, messages: Sequence[Message]) -> list[RememberOutcome]:
+        """Mine a finished turn for memories and store them.
+
+        Tool and system messages never reach the extraction model; it sees at most
+        12,000 characters and may propose at most 8 memories.
+        """
+        if self.extraction_provider is None or not self.extraction_model:
+            raise ConfigError(
+                "remember_conversation needs an extraction_provider and an extraction_model; "
+                "pass them to LongTermMemory or create_default_long_term_memory."
+            )
+        prompt = build_extraction_messages(messages)
+        if prompt is None:
+            return []
+        reply = await self.extraction_provider.generate(
+            prompt, model=self.extraction_model, json_output=True
+        )
+        return await self.remember_many(parse_candidates(reply.content))
+
+    def _remember_many(self, candidates: list[Candidate], dedupe: bool) -> list[RememberOutcome]:
+        outcomes: list[RememberOutcome | None] = [None] * len(candidates)
+        pending: list[int] = []
+        for i, candidate in enumerate(candidates):
+            kind = secret_kind(candidate.text)
+            if kind is not None:
+                outcomes[i] = RememberOutcome(
+                    status="secret", text=candidate.text, secret_kind=kind
+                )
+            else:
+                pending.append(i)
+        if pending:
+            vectors = self.embedder.embed_batch([candidates[i].text for i in pending])
+            records = self._dedupe_and_build(candidates, pending, vectors, dedupe, outcomes)
+            if records:
+                self.store.upsert(records)
+                self._evict()
+        return [o for o in outcomes if o is not None]
+
+    def _dedupe_and_build(
+        self,
+        candidates: list[Candidate],
+        pending: list[int],
+        vectors: np.ndarray,
+        dedupe: bool,
+        outcomes: list[RememberOutcome | None],
+    ) -> list[Record]:
+        now = self.clock.now()
+        records: list[Record] = []
+        for row, i in enumerate(pending):
+            candidate, vector = candidates[i], vectors[row]
+            duplicate = self._duplicate_of(vector, records) if dedupe else None
+            if duplicate is not None:
+                outcomes[i] = RememberOutcome(
+                    status="duplicate",
+                    text=candidate.text,
+                    duplicate_of=duplicate[0],
+                    similarity=duplicate[1],
+                )
+                continue
+            record = Record(
+                id=uuid.uuid4().hex,
+                namespace=self.namespace,
+                text=candidate.text,
+                kind=candidate.kind,
+                importance=candidate.importance,
+                metadata=candidate.metadata,
+                created_at=candidate.created_at if candidate.created_at is not None else now,
+                updated_at=now,
+                embedding=vector,
+            )
+            records.append(record)
+            outcomes[i] = RememberOutcome(status="stored", text=candidate.text, id=record.id)
+        return records
+
+    def _duplicate_of(self, vector: np.ndarray, batch: list[Record]) -> tuple[str, float] | None:
+        """The id and cosine of an existing or earlier-in-batch item at >= 0.92, if any."""
+        best: tuple[str, float] | None = None
+        for hit in self.store.vector_search(self.namespace, vector, k=1):
+            if hit.score >= DEDUPE_THRESHOLD:
+                best = (hit.record.id, hit.score)
+        for record in batch:
+            assert record.embedding is not None
+            similarity = float(np.dot(record.embedding, vector))
+            if similarity >= DEDUPE_THRESHOLD and (best is None or similarity > best[1]):
+                best = (record.id, similarity)
+        return best
+
+    def _evict(self) -> int:
+        """Drop the lowest-scored items above ``max_items``, found by a paged scan."""
+        if self.max_items == 0:
+            return 0
+        excess = self.store.count(self.namespace) - self.max_items
+        if excess <= 0:
+            return 0
+        now = self.clock.now()
+        scored: list[tuple[float, float, str]] = []
+        offset = 0
+        while True:
+            page = self.store.list(
+                self.namespace, limit=_SCAN_PAGE, offset=offset, order="created_asc"
+            )
+            for record in page:
+                keep = retention_score(
+                    recency=recency(
+                        created_at=record.created_at,
+                        last_accessed_at=record.last_accessed_at,
+                        now=now,
+                    ),
+                    importance=record.importance,
+                )
+                scored.append((keep, record.created_at, record.id))
+            if len(page) < _SCAN_PAGE:
+                break
+            offset += _SCAN_PAGE
+        doomed = [item[2] for item in heapq.nsmallest(excess, scored)]
+        return self.store.delete(self.namespace, doomed)
+
+    # -- the rest ------------------------------------------------------------------
+
+    async def forget(self, memory_id: str) -> bool:
+        """Remove one item; True when it existed."""
+        _check_text(memory_id, "memory_id")
+        return await asyncio.to_thread(self.store.delete, self.namespace, [memory_id]) > 0
+
+    async def clear(self) -> int:
+        """Drop the whole collection; returns how many items were removed."""
+        return await asyncio.to_thread(self.store.delete_namespace, self.namespace)
+
+    def close(self) -> None:
+        """Close the store if this memory opened it."""
+        if self._owns_store:
+            self.store.close()
+
+    async def count(self) -> int:
+        return await asyncio.to_thread(self.store.count, self.namespace)
+
+    async def items(self, *, limit: int = 100, offset: int = 0) -> list[LongTermItem]:
+        """Stored items, newest first, without touching them."""
+        records = await asyncio.to_thread(
+            self.store.list, self.namespace, limit=limit, offset=offset
+        )
+        return [LongTermItem(**_item_fields(r)) for r in records]
+
+
+def _cosine(record: Record, vector: np.ndarray) -> float:
+    if record.embedding is None:
+        return 0.0
+    norm = float(np.linalg.norm(record.embedding) * np.linalg.norm(vector))
+    return float(np.dot(record.embedding, vector)) / norm if norm else 0.0
+
+
+class _ItemFields(TypedDict):
+    id: str
+    text: str
+    kind: str
+    importance: float
+    created_at: float
+    updated_at: float
+    last_accessed_at: float | None
+    metadata: dict[str, JSON]
+
+
+def _item_fields(record: Record) -> _ItemFields:
+    return {
+        "id": record.id,
+        "text": record.text,
+        "kind": record.kind or "fact",
+        "importance": record.importance,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "last_accessed_at": record.last_accessed_at,
+        "metadata": record.metadata,
+    }
+
+
+def _check_text(value: object, field: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{field} must be a non-empty string.", field=field)
+    if len(value) > MAX_TEXT_CHARS:
+        raise InvalidInput(
+            f"{field} is {len(value)} characters; the limit is {MAX_TEXT_CHARS}. "
+            "Store a shorter, self-contained fact.",
+            field=field,
+        )
+
+
+def _check_k(k: object) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be an int from 1 to {MAX_K}; got {k!r}.", field="k")
+
+
+def _validated(candidate: Candidate, index: int) -> Candidate:
+    where = f"candidates[{index}]"
+    if not isinstance(candidate, Candidate):
+        raise InvalidInput(f"{where} must be a Candidate.", field=where)
+    _check_text(candidate.text, "text")
+    if candidate.kind not in LTM_KINDS:
+        raise InvalidInput(
+            f"kind must be one of {', '.join(LTM_KINDS)}; got {candidate.kind!r}.", field="kind"
+        )
+    importance = candidate.importance
+    if (
+        isinstance(importance, bool)
+        or not isinstance(importance, int | float)
+        or not math.isfinite(importance)
+        or not 0 <= importance <= 1
+    ):
+        raise InvalidInput(
+            f"importance must be a number from 0 to 1; got {importance!r}.", field="importance"
+        )
+    if candidate.created_at is not None and not math.isfinite(candidate.created_at):
+        raise InvalidInput("created_at must be a finite timestamp in seconds.", field="created_at")
+    to_json(candidate.metadata, field="metadata")
+    return candidate
