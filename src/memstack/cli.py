@@ -11,6 +11,7 @@ from typing import Literal
 import click
 
 from memstack import __version__
+from memstack.bench.commands import bench
 from memstack.tools import Tool
 from memstack.working import MEMORY_TOOLS_PROMPT, memory_tools
 
@@ -19,6 +20,9 @@ from memstack.working import MEMORY_TOOLS_PROMPT, memory_tools
 @click.version_option(__version__, prog_name="memstack")
 def main() -> None:
     """memstack: the memory layer for LLM agents."""
+
+
+main.add_command(bench)
 
 
 @main.group()

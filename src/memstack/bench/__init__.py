@@ -1,0 +1,1 @@
+"""Benchmarks: recall quality on LoCoMo, recall latency against size, server throughput."""
