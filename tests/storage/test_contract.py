@@ -435,6 +435,19 @@ def test_text_search_ranks_more_matching_words_higher(store: RecordStore) -> Non
     assert ids([h.record for h in store.text_search("ns", "brown fox", k=1)]) == ["both"]
 
 
+def test_text_search_ignores_stop_words_unless_they_are_all_there_is(store: RecordStore) -> None:
+    store.upsert(
+        [
+            rec("cat", text="the cat sat"),
+            rec("the", text="the the the the of the and the"),
+            rec("dog", text="a dog barked"),
+        ]
+    )
+    assert ids([h.record for h in store.text_search("ns", "what is the cat", k=10)]) == ["cat"]
+    only_stop = ids([h.record for h in store.text_search("ns", "the", k=10)])
+    assert "dog" not in only_stop
+
+
 def test_text_search_is_case_insensitive(store: RecordStore) -> None:
     store.upsert(_text_records())
     assert ids([h.record for h in store.text_search("ns", "BROWN", k=10)]) == ["both"]
