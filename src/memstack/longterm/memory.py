@@ -29,6 +29,7 @@ from memstack.longterm.types import (
 )
 from memstack.providers.base import ChatModel, Message
 from memstack.storage import Record, RecordStore
+from memstack.storage.hybrid import HybridHit, hybrid_candidates
 
 __all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "LongTermMemory"]
 
@@ -102,43 +103,27 @@ class LongTermMemory:
 
     def _recall(self, query: str, k: int, touch: bool) -> list[RecalledMemory]:
         vector = self.embedder.embed_batch([query])[0]
-        pool = max(4 * k, _MIN_POOL)
-        records: dict[str, Record] = {}
-        cosine: dict[str, float] = {}
-        for hit in self.store.vector_search(self.namespace, vector, k=pool):
-            records[hit.record.id] = hit.record
-            cosine[hit.record.id] = hit.score
-        keyword: dict[str, float] = {}
-        if self.keyword_weight > 0:
-            text_hits = self.store.text_search(self.namespace, query, k=pool)
-            best = max((h.score for h in text_hits), default=0.0)
-            for hit in text_hits if best > 0 else ():
-                records.setdefault(hit.record.id, hit.record)
-                keyword[hit.record.id] = max(0.0, hit.score) / best
+        hits = hybrid_candidates(
+            self.store,
+            [self.namespace],
+            query=query,
+            vector=vector,
+            pool=max(4 * k, _MIN_POOL),
+            keyword_weight=self.keyword_weight,
+        )
         now = self.clock.now()
         ranked = sorted(
-            (
-                self._scored(
-                    record,
-                    cosine.get(rid, _cosine(record, vector)),
-                    keyword.get(rid, 0.0) if keyword else None,
-                    now,
-                )
-                for rid, record in records.items()
-            ),
-            key=lambda item: item.score,
-            reverse=True,
+            (self._scored(hit, now) for hit in hits), key=lambda item: item.score, reverse=True
         )[:k]
         if touch and ranked:
             self.store.touch(self.namespace, [item.id for item in ranked], now)
         return ranked
 
-    def _scored(
-        self, record: Record, similarity: float, keyword: float | None, now: float
-    ) -> RecalledMemory:
+    def _scored(self, hit: HybridHit, now: float) -> RecalledMemory:
+        record = hit.record
         breakdown = hybrid_score(
-            similarity=similarity,
-            keyword=keyword,
+            similarity=hit.similarity,
+            keyword=hit.keyword,
             keyword_weight=self.keyword_weight,
             recency=recency(
                 created_at=record.created_at, last_accessed_at=record.last_accessed_at, now=now
@@ -321,13 +306,6 @@ class LongTermMemory:
             self.store.list, self.namespace, limit=limit, offset=offset
         )
         return [LongTermItem(**_item_fields(r)) for r in records]
-
-
-def _cosine(record: Record, vector: np.ndarray) -> float:
-    if record.embedding is None:
-        return 0.0
-    norm = float(np.linalg.norm(record.embedding) * np.linalg.norm(vector))
-    return float(np.dot(record.embedding, vector)) / norm if norm else 0.0
 
 
 class _ItemFields(TypedDict):

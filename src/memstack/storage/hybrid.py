@@ -1,0 +1,85 @@
+"""Hybrid retrieval written once above the RecordStore protocol: vector + keyword candidates,
+fused into one relevance.
+
+Candidates are the ``pool`` nearest records by cosine plus the ``pool`` best keyword
+(BM25-style) matches. Keyword scores are divided by the best one, so they fall in 0..1
+whatever the backend's scale; relevance is ``(1 - w)·cosine + w·keyword`` when any
+candidate matched a query word, and plain cosine otherwise. On LoCoMo this beat both
+plain rankings (README "Measured").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from memstack.storage.base import RecordStore
+from memstack.storage.types import Filter, Record
+
+__all__ = ["HybridHit", "hybrid_candidates"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class HybridHit:
+    record: Record
+    similarity: float
+    """Cosine similarity of query and record (0 for a record without an embedding)."""
+    keyword: float | None
+    """Keyword relevance in 0..1, or None when no candidate matched any query word."""
+    relevance: float
+
+
+def hybrid_candidates(
+    store: RecordStore,
+    namespaces: Sequence[str],
+    *,
+    query: str,
+    vector: npt.NDArray[np.float32] | None,
+    pool: int,
+    keyword_weight: float,
+    filter: Filter | None = None,
+) -> list[HybridHit]:
+    """Every candidate of ``namespaces`` with its similarity, keyword score and relevance,
+    most relevant first. ``vector=None`` searches by keywords only."""
+    records: dict[tuple[str, str], Record] = {}
+    cosine: dict[tuple[str, str], float] = {}
+    keyword_raw: dict[tuple[str, str], float] = {}
+    for namespace in namespaces:
+        if vector is not None:
+            for hit in store.vector_search(namespace, vector, k=pool, filter=filter):
+                key = (namespace, hit.record.id)
+                records[key] = hit.record
+                cosine[key] = hit.score
+        if keyword_weight > 0 or vector is None:
+            for hit in store.text_search(namespace, query, k=pool, filter=filter):
+                key = (namespace, hit.record.id)
+                records.setdefault(key, hit.record)
+                keyword_raw[key] = max(0.0, hit.score)
+    best = max(keyword_raw.values(), default=0.0)
+    hits = []
+    for key, record in records.items():
+        similarity = cosine.get(key)
+        if similarity is None:
+            similarity = _cosine(record, vector) if vector is not None else 0.0
+        keyword = keyword_raw.get(key, 0.0) / best if best > 0 else None
+        if vector is None:
+            relevance = keyword or 0.0
+        elif keyword is None:
+            relevance = similarity
+        else:
+            relevance = (1 - keyword_weight) * similarity + keyword_weight * keyword
+        hits.append(
+            HybridHit(record=record, similarity=similarity, keyword=keyword, relevance=relevance)
+        )
+    hits.sort(key=lambda h: h.relevance, reverse=True)
+    return hits
+
+
+def _cosine(record: Record, vector: npt.NDArray[np.float32]) -> float:
+    if record.embedding is None:
+        return 0.0
+    norm = float(np.linalg.norm(record.embedding) * np.linalg.norm(vector))
+    return float(np.dot(record.embedding, vector)) / norm if norm else 0.0
