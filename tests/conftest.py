@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 
-from tests.servers import running_postgres
+from tests.servers import running_postgres, running_redis
 
 
 def _is_local(address: Any) -> bool:
@@ -54,3 +56,20 @@ def postgres_url() -> Iterator[str]:
     """A real PostgreSQL + pgvector server for the whole session, started on first use."""
     with running_postgres() as server:
         yield server.url
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A real Redis server (no persistence) for the whole session, started on first use."""
+    with running_redis() as server:
+        yield server.url
+
+
+@pytest.fixture
+def pg_schema(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh schema name, dropped with everything in it after the test."""
+    url: str = request.getfixturevalue("postgres_url")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield schema
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

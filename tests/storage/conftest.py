@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from memstack.clock import ManualClock
@@ -25,16 +23,6 @@ StoreFactory = Callable[[str], RecordStore]
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock()
-
-
-@pytest.fixture
-def pg_schema(request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh schema name, dropped with everything in it after the test."""
-    url: str = request.getfixturevalue("postgres_url")
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    yield schema
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @pytest.fixture

@@ -1,0 +1,176 @@
+"""The short-term tier (spec 004): the last N memories of each bucket, newest first.
+
+A bucket is ``(tenant, bucket_of(scope, agent_id))``: an agent's own memories, or the
+tenant's global ones. Entries are keyed by memory id (which derives from the memory's
+identity), so storing a memory again replaces it; they are ordered by ``updated_at``
+(ties by id), newest first, and each bucket keeps only its newest ``max_entries``.
+
+Two tiers implement the protocol: ``InProcessTier`` here (one process, no server) and
+``RedisTier`` in ``stm_redis`` (shared by every server process).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Final, Protocol, runtime_checkable
+
+from memstack.errors import InvalidInput, StoreUnavailable
+from memstack.store.types import Memory
+
+__all__ = ["DEFAULT_MAX_ENTRIES", "InProcessTier", "ShortTermTier"]
+
+DEFAULT_MAX_ENTRIES: Final = 20
+"""Spec 004's ``STM_MAX_ENTRIES``."""
+
+
+@runtime_checkable
+class ShortTermTier(Protocol):
+    """The last ``max_entries`` memories per bucket, newest first, deduplicated by id.
+
+    Implementations are synchronous and safe to call from several threads at once.
+    Each call is atomic: a reader never sees a half-done write. When the backing
+    service is down, every call raises ``StoreUnavailable``; nothing is swallowed.
+    """
+
+    @property
+    def max_entries(self) -> int:
+        """How many memories each bucket keeps (at least 1)."""
+        ...
+
+    def put(self, memory: Memory) -> None:
+        """Add ``memory`` to bucket ``(memory.tenant, memory.bucket)``, or replace the entry
+        with its id; then drop the bucket's oldest entries beyond ``max_entries``."""
+        ...
+
+    def recent(
+        self, tenant: str, bucket: str, *, now: float, limit: int | None = None
+    ) -> list[Memory]:
+        """The bucket's newest ``limit`` (default ``max_entries``) memories, newest first.
+
+        Memories with ``expires_at <= now`` are never returned: this call deletes them.
+        """
+        ...
+
+    def remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> int:
+        """Delete these ids from the bucket; return how many were there."""
+        ...
+
+    def replace(self, tenant: str, bucket: str, memories: Sequence[Memory]) -> None:
+        """Make the bucket hold exactly ``memories`` (the newest ``max_entries`` of them;
+        if an id repeats, the last one wins), in one step (startup warmup)."""
+        ...
+
+    def clear_tenant(self, tenant: str) -> int:
+        """Delete every bucket of ``tenant``; return how many memories they held."""
+        ...
+
+    def ping(self) -> None:
+        """Return if the tier is usable; raise ``StoreUnavailable`` saying why if not."""
+        ...
+
+    def close(self) -> None:
+        """Release the tier's connections; later calls raise ``StoreUnavailable``."""
+        ...
+
+
+class InProcessTier:
+    """A ``ShortTermTier`` in this process's memory, for when no Redis is configured."""
+
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        self.max_entries = check_max_entries(max_entries)
+        self._buckets: dict[tuple[str, str], dict[str, Memory]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def put(self, memory: Memory) -> None:
+        with self._lock:
+            self._check_open()
+            entries = self._buckets.setdefault((memory.tenant, memory.bucket), {})
+            entries[memory.id] = memory
+            for old in newest_first(entries.values())[self.max_entries :]:
+                del entries[old.id]
+
+    def recent(
+        self, tenant: str, bucket: str, *, now: float, limit: int | None = None
+    ) -> list[Memory]:
+        count = check_limit(limit, self.max_entries)
+        with self._lock:
+            self._check_open()
+            entries = self._buckets.get((tenant, bucket), {})
+            for memory in [m for m in entries.values() if m.is_expired(now)]:
+                del entries[memory.id]
+            self._drop_if_empty(tenant, bucket)
+            return newest_first(entries.values())[:count]
+
+    def remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> int:
+        with self._lock:
+            self._check_open()
+            entries = self._buckets.get((tenant, bucket), {})
+            removed = sum(entries.pop(memory_id, None) is not None for memory_id in set(ids))
+            self._drop_if_empty(tenant, bucket)
+            return removed
+
+    def replace(self, tenant: str, bucket: str, memories: Sequence[Memory]) -> None:
+        kept = {m.id: m for m in newest_first(latest_by_id(memories))[: self.max_entries]}
+        with self._lock:
+            self._check_open()
+            self._buckets[(tenant, bucket)] = kept
+            self._drop_if_empty(tenant, bucket)
+
+    def clear_tenant(self, tenant: str) -> int:
+        with self._lock:
+            self._check_open()
+            keys = [key for key in self._buckets if key[0] == tenant]
+            return sum(len(self._buckets.pop(key)) for key in keys)
+
+    def ping(self) -> None:
+        with self._lock:
+            self._check_open()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._buckets.clear()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreUnavailable("this InProcessTier is closed; make a new one.")
+
+    def _drop_if_empty(self, tenant: str, bucket: str) -> None:
+        if (tenant, bucket) in self._buckets and not self._buckets[(tenant, bucket)]:
+            del self._buckets[(tenant, bucket)]
+
+
+# -- helpers both tiers share -------------------------------------------------------------
+
+
+def newest_first(memories: Iterable[Memory]) -> list[Memory]:
+    """The tiers' one order: ``updated_at`` descending, then id descending (as a Redis
+    sorted set read in reverse)."""
+    return sorted(memories, key=lambda m: (m.updated_at, m.id.encode()), reverse=True)
+
+
+def latest_by_id(memories: Iterable[Memory]) -> list[Memory]:
+    """One memory per id: the last one given."""
+    return list({m.id: m for m in memories}.values())
+
+
+def check_max_entries(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(
+            f"max_entries must be an integer of at least 1 (STM_MAX_ENTRIES), not {value!r}.",
+            field="max_entries",
+        )
+    return value
+
+
+def check_limit(value: object, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(
+            f"limit must be an integer of at least 1, or None for max_entries; not {value!r}.",
+            field="limit",
+        )
+    return value

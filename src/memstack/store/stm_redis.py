@@ -1,0 +1,372 @@
+"""RedisTier: the short-term tier in Redis, shared by every server process.
+
+redis-py is imported here only, when a tier is made; without it the tier raises
+``ConfigError`` naming the extra to install.
+
+Layout (every key built by ``KeyLayout``; tenant and bucket are percent-encoded, so
+they never contain ``:`` ``{`` ``}`` and two different pairs never share a key)::
+
+    {prefix}:{<tenant>}:<bucket>:recent    sorted set   memory id -> updated_at
+    {prefix}:{<tenant>}:<bucket>:memories  hash         memory id -> memory_to_json(memory)
+    {prefix}:{<tenant>}:<bucket>:expiry    sorted set   memory id -> expires_at (TTL'd only)
+    {prefix}:{<tenant>}:buckets            set          the tenant's non-empty bucket names
+
+Every write is one Lua script that receives all the keys it touches (the ``{tenant}``
+hash tag keeps them in one cluster slot), so each call is atomic: ``put`` stores and
+trims in one step, ``recent`` prunes expired entries and reads in one step, ``replace``
+swaps a whole bucket in one step, and an id leaves all three structures at once (no
+orphan hash fields). Every Redis error becomes ``StoreUnavailable`` naming the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import quote
+
+from memstack.errors import ConfigError, InvalidInput, StoreUnavailable
+from memstack.store.stm import (
+    DEFAULT_MAX_ENTRIES,
+    check_limit,
+    check_max_entries,
+    latest_by_id,
+    newest_first,
+)
+from memstack.store.types import Memory, memory_from_json, memory_to_json
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["DEFAULT_PREFIX", "BucketKeys", "KeyLayout", "RedisTier"]
+
+DEFAULT_PREFIX: Final = "memstack:stm"
+_INSTALL = 'RedisTier needs the redis client library: pip install "memstack[redis]"'
+_CLEAR_ATTEMPTS = 16
+
+# KEYS = recent, memories, expiry, index (see BucketKeys); ARGV[1] = the bucket's name.
+_BUCKET_LUA = """
+local function drop(ids)
+  for _, id in ipairs(ids) do
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('HDEL', KEYS[2], id)
+    redis.call('ZREM', KEYS[3], id)
+  end
+end
+local function store(id, score, json, expires)
+  redis.call('ZADD', KEYS[1], score, id)
+  redis.call('HSET', KEYS[2], id, json)
+  if expires == '' then
+    redis.call('ZREM', KEYS[3], id)
+  else
+    redis.call('ZADD', KEYS[3], expires, id)
+  end
+end
+local function reindex()
+  if redis.call('EXISTS', KEYS[1]) == 1 then
+    redis.call('SADD', KEYS[4], ARGV[1])
+  else
+    redis.call('SREM', KEYS[4], ARGV[1])
+  end
+end
+"""
+
+# ARGV: bucket, max_entries, id, updated_at, json, expires_at or ''.
+_PUT = (
+    _BUCKET_LUA
+    + """
+store(ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[2])
+if excess > 0 then
+  drop(redis.call('ZRANGE', KEYS[1], 0, excess - 1))
+end
+reindex()
+return excess
+"""
+)
+
+# ARGV: bucket, now, limit. Returns the JSON of the newest `limit` live entries.
+_RECENT = (
+    _BUCKET_LUA
+    + """
+drop(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[2]))
+reindex()
+local out = {}
+for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)) do
+  out[#out + 1] = redis.call('HGET', KEYS[2], id)
+end
+return out
+"""
+)
+
+# ARGV: bucket, id... Returns how many ids were in the bucket.
+_REMOVE = (
+    _BUCKET_LUA
+    + """
+local removed = 0
+for i = 2, #ARGV do
+  removed = removed + redis.call('ZREM', KEYS[1], ARGV[i])
+  redis.call('HDEL', KEYS[2], ARGV[i])
+  redis.call('ZREM', KEYS[3], ARGV[i])
+end
+reindex()
+return removed
+"""
+)
+
+# ARGV: bucket, then (id, updated_at, json, expires_at or '') for each memory to keep.
+_REPLACE = (
+    _BUCKET_LUA
+    + """
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+for i = 2, #ARGV, 4 do
+  store(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
+end
+reindex()
+return 1
+"""
+)
+
+# KEYS: the tenant's index, then (recent, memories, expiry) per bucket; ARGV: the buckets
+# read from the index. Returns -1 (the caller retries) if the index changed since.
+_CLEAR_TENANT = """
+if redis.call('SCARD', KEYS[1]) ~= #ARGV then return -1 end
+for _, bucket in ipairs(ARGV) do
+  if redis.call('SISMEMBER', KEYS[1], bucket) == 0 then return -1 end
+end
+local count = 0
+for i = 2, #KEYS, 3 do count = count + redis.call('ZCARD', KEYS[i]) end
+for _, key in ipairs(KEYS) do redis.call('DEL', key) end
+return count
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BucketKeys:
+    recent: str
+    memories: str
+    expiry: str
+    index: str
+
+    def all(self) -> list[str]:
+        """In the order the bucket scripts take them."""
+        return [self.recent, self.memories, self.expiry, self.index]
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeyLayout:
+    """The one place Redis key names are made."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def tenant(self, tenant: str) -> str:
+        return f"{self.prefix}:{{{_encode(tenant)}}}"
+
+    def index(self, tenant: str) -> str:
+        return f"{self.tenant(tenant)}:buckets"
+
+    def bucket(self, tenant: str, bucket: str) -> BucketKeys:
+        base = f"{self.tenant(tenant)}:{_encode(bucket)}"
+        return BucketKeys(
+            recent=f"{base}:recent",
+            memories=f"{base}:memories",
+            expiry=f"{base}:expiry",
+            index=self.index(tenant),
+        )
+
+
+def _encode(part: str) -> str:
+    """Percent-encode all but ``A-Z a-z 0-9 _ . - ~``: injective, and no ``:`` ``{`` ``}``
+    or glob characters are left."""
+    return quote(part, safe="")
+
+
+class RedisTier:
+    """A ``ShortTermTier`` in Redis (see the module docstring for the layout).
+
+    Pass an open ``redis.Redis`` client (the caller closes it), or use ``from_url`` (the
+    tier then owns the client and ``close()`` closes it). The client may or may not
+    decode responses.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        _import_redis()
+        import redis.exceptions
+
+        self.max_entries = check_max_entries(max_entries)
+        if not isinstance(prefix, str) or not prefix:
+            raise InvalidInput(
+                f"prefix must be a non-empty string, not {prefix!r}.", field="prefix"
+            )
+        self.keys = KeyLayout(prefix=prefix)
+        self._client = client
+        self._owns_client = False
+        self._closed = False
+        self._errors = redis.exceptions.RedisError
+        self._where = _describe(client)
+        self._put = client.register_script(_PUT)
+        self._recent = client.register_script(_RECENT)
+        self._remove = client.register_script(_REMOVE)
+        self._replace = client.register_script(_REPLACE)
+        self._clear = client.register_script(_CLEAR_TENANT)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        prefix: str = DEFAULT_PREFIX,
+        timeout: float = 2.0,
+    ) -> RedisTier:
+        """``redis://[[user]:[password]@]host[:port][/db]``, ``rediss://...`` or
+        ``unix:///path.sock``. Nothing connects until the first call; a server that
+        does not answer within ``timeout`` seconds makes calls raise ``StoreUnavailable``.
+        """
+        _import_redis()
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        try:
+            client = redis.Redis.from_url(
+                url,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry=Retry(NoBackoff(), 1),  # one reconnect (Redis restarted), then fail
+            )
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(
+                f"invalid Redis URL {_redact(url)!r}: {exc}. Use "
+                "redis://[[user]:[password]@]host[:port][/db] (or rediss://, unix://)."
+            ) from exc
+        try:
+            tier = cls(client, max_entries=max_entries, prefix=prefix)
+        except BaseException:
+            client.close()
+            raise
+        tier._owns_client = True
+        return tier
+
+    def put(self, memory: Memory) -> None:
+        keys = self.keys.bucket(memory.tenant, memory.bucket)
+        args = [memory.bucket, self.max_entries, *_entry(memory)]
+        with self._calling("store a memory"):
+            self._put(keys=keys.all(), args=args)
+
+    def recent(
+        self, tenant: str, bucket: str, *, now: float, limit: int | None = None
+    ) -> list[Memory]:
+        count = check_limit(limit, self.max_entries)
+        keys = self.keys.bucket(tenant, bucket)
+        with self._calling("read recent memories"):
+            rows: list[Any] = self._recent(keys=keys.all(), args=[bucket, repr(float(now)), count])
+        return [self._decode(row, keys.memories) for row in rows]
+
+    def remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        keys = self.keys.bucket(tenant, bucket)
+        with self._calling("remove memories"):
+            return int(self._remove(keys=keys.all(), args=[bucket, *ids]))
+
+    def replace(self, tenant: str, bucket: str, memories: Sequence[Memory]) -> None:
+        kept = newest_first(latest_by_id(memories))[: self.max_entries]
+        keys = self.keys.bucket(tenant, bucket)
+        args: list[str | float] = [bucket]
+        for memory in kept:
+            args.extend(_entry(memory))
+        with self._calling("replace a bucket"):
+            self._replace(keys=keys.all(), args=args)
+
+    def clear_tenant(self, tenant: str) -> int:
+        index = self.keys.index(tenant)
+        with self._calling("clear a tenant"):
+            for _ in range(_CLEAR_ATTEMPTS):
+                buckets = [_text(b) for b in self._client.smembers(index)]
+                keys = [index]
+                for bucket in buckets:
+                    keys.extend(self.keys.bucket(tenant, bucket).all()[:3])
+                cleared = int(self._clear(keys=keys, args=buckets))
+                if cleared >= 0:
+                    return cleared
+        raise StoreUnavailable(
+            f"Redis at {self._where}: tenant {tenant!r} kept gaining buckets while being "
+            f"cleared ({_CLEAR_ATTEMPTS} attempts); stop its writers and retry."
+        )
+
+    def ping(self) -> None:
+        with self._calling("answer PING"):
+            self._client.ping()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_client:
+            self._client.close()
+
+    @contextmanager
+    def _calling(self, action: str) -> Iterator[None]:
+        if self._closed:
+            raise StoreUnavailable("this RedisTier is closed; open a new one.")
+        try:
+            yield
+        except self._errors as exc:
+            raise StoreUnavailable(
+                f"the short-term tier's Redis at {self._where} could not {action}: "
+                f"{type(exc).__name__}: {exc}. Check that Redis is running and reachable "
+                "there and that the URL's password and db are right (MEMSTACK_REDIS_URL)."
+            ) from exc
+
+    def _decode(self, row: object, key: str) -> Memory:
+        try:
+            if not isinstance(row, str | bytes):
+                raise TypeError(f"expected a JSON string, got {type(row).__name__}")
+            return memory_from_json(row)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreUnavailable(
+                f"Redis at {self._where} holds a damaged entry in {key} ({exc}); "
+                f"delete the keys under {self.keys.prefix}: and they are rebuilt on warmup."
+            ) from exc
+
+
+def _entry(memory: Memory) -> list[str | float]:
+    """A memory as the scripts take it: id, updated_at, JSON, expires_at or ''."""
+    expires = "" if memory.expires_at is None else repr(float(memory.expires_at))
+    return [memory.id, repr(float(memory.updated_at)), memory_to_json(memory), expires]
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _describe(client: object) -> str:
+    """Where the client connects, without credentials."""
+    pool = getattr(client, "connection_pool", None)
+    kwargs: dict[str, Any] = getattr(pool, "connection_kwargs", {}) or {}
+    if kwargs.get("path"):
+        return f"unix://{kwargs['path']}?db={kwargs.get('db', 0)}"
+    host, port = kwargs.get("host", "localhost"), kwargs.get("port", 6379)
+    return f"redis://{host}:{port}/{kwargs.get('db', 0)}"
+
+
+def _redact(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        return f"{scheme}://***@{rest.rpartition('@')[2]}"
+    return url
+
+
+def _import_redis() -> None:
+    try:
+        import redis  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(_INSTALL) from exc

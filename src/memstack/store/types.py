@@ -1,0 +1,140 @@
+"""The memory service's values (spec 004): a memory, its scope, and where it lives."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Final, Literal, get_args
+
+from memstack._json import JSON, to_json
+from memstack.errors import InvalidInput
+
+__all__ = [
+    "GLOBAL_BUCKET",
+    "MAX_KEY_CHARS",
+    "MAX_VALUE_CHARS",
+    "SCOPES",
+    "Memory",
+    "Scope",
+    "bucket_of",
+    "check_id_part",
+    "memory_from_json",
+    "memory_id",
+    "memory_to_json",
+]
+
+Scope = Literal["session", "agent", "global"]
+SCOPES: Final[tuple[Scope, ...]] = get_args(Scope)
+GLOBAL_BUCKET: Final = "~global"
+"""The short-term bucket and storage partition global memories share (no agent id has '~')."""
+
+MAX_KEY_CHARS: Final = 256
+MAX_VALUE_CHARS: Final = 32_768
+MAX_ID_PART_CHARS: Final = 128
+_ID_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]*$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Memory:
+    """One memory of the service.
+
+    Identity is ``(tenant, scope, agent_id, session_id, key)`` for agent and session
+    scope and ``(tenant, "global", key)`` for global scope: storing the same identity
+    again updates it (upsert), and ``id`` is derived from it.
+    """
+
+    id: str
+    tenant: str
+    agent_id: str
+    """The agent the memory belongs to (for global scope: the agent that wrote it last)."""
+    scope: Scope
+    key: str
+    value: str
+    session_id: str | None = None
+    """The session / workflow run a session-scope memory is tied to."""
+    metadata: dict[str, JSON] = field(default_factory=dict)
+    expires_at: float | None = None
+    """Seconds since the epoch after which the memory is never returned; None = no TTL."""
+    created_at: float
+    updated_at: float
+
+    @property
+    def bucket(self) -> str:
+        return bucket_of(self.scope, self.agent_id)
+
+    def is_expired(self, now: float) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+
+def bucket_of(scope: Scope, agent_id: str) -> str:
+    """Where a memory lives: its agent's bucket, or the tenant's global bucket."""
+    return GLOBAL_BUCKET if scope == "global" else agent_id
+
+
+def memory_id(*, tenant: str, scope: Scope, agent_id: str, session_id: str | None, key: str) -> str:
+    """The deterministic id of a memory identity; the same identity always maps to it."""
+    owner = "" if scope == "global" else agent_id
+    session = session_id if scope == "session" else ""
+    digest = hashlib.sha256(
+        json.dumps([tenant, scope, owner, session, key], ensure_ascii=False).encode()
+    ).hexdigest()
+    return f"mem_{digest[:32]}"
+
+
+def check_id_part(value: object, field: str) -> str:
+    """Validate a tenant, agent or session id: 1-128 characters, starting with a letter or
+    digit, then letters, digits and ``._:@/-``."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{field} must be a non-empty string.", field=field)
+    if len(value) > MAX_ID_PART_CHARS or not _ID_PART.match(value):
+        raise InvalidInput(
+            f"{field} {value[:40]!r} is invalid: use 1-{MAX_ID_PART_CHARS} characters, "
+            "starting with a letter or digit, then letters, digits and . _ : @ / -",
+            field=field,
+        )
+    return value
+
+
+def memory_to_json(memory: Memory) -> str:
+    """The one serialization of a memory, for the short-term tier."""
+    return json.dumps(
+        {
+            "id": memory.id,
+            "tenant": memory.tenant,
+            "agent_id": memory.agent_id,
+            "scope": memory.scope,
+            "key": memory.key,
+            "value": memory.value,
+            "session_id": memory.session_id,
+            "metadata": memory.metadata,
+            "expires_at": memory.expires_at,
+            "created_at": memory.created_at,
+            "updated_at": memory.updated_at,
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def memory_from_json(text: str | bytes) -> Memory:
+    data = json.loads(text)
+    scope = data["scope"]
+    if scope not in SCOPES:
+        raise InvalidInput(f"stored memory has an unknown scope {scope!r}.", field="scope")
+    metadata = to_json(data.get("metadata") or {}, field="metadata")
+    assert isinstance(metadata, dict)
+    return Memory(
+        id=str(data["id"]),
+        tenant=str(data["tenant"]),
+        agent_id=str(data["agent_id"]),
+        scope=scope,
+        key=str(data["key"]),
+        value=str(data["value"]),
+        session_id=data.get("session_id"),
+        metadata=metadata,
+        expires_at=data.get("expires_at"),
+        created_at=float(data["created_at"]),
+        updated_at=float(data["updated_at"]),
+    )
