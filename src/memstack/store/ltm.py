@@ -1,0 +1,178 @@
+"""The long-term tier: memories as records of the RecordStore, one namespace per
+(tenant, bucket), plus an id index so a memory is found from its id alone."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from memstack._json import JSON, to_json
+from memstack.storage import Filter, Order, Record, RecordStore
+from memstack.store.types import SCOPES, Memory, Scope
+
+__all__ = ["LongTermTier", "encode_part", "from_record", "memory_filter"]
+
+_PREFIX: Final = "mem"
+_INDEX: Final = "memidx"
+
+
+def encode_part(part: str) -> str:
+    """Percent-encode ``/`` and ``%`` so namespace parts never run into each other."""
+    return part.replace("%", "%25").replace("/", "%2F")
+
+
+class LongTermTier:
+    """Memories in a RecordStore: ``mem/<tenant>/<bucket>`` holds them, ``memidx/<tenant>``
+    maps each id to its bucket. The record text is ``key: value`` so full-text search
+    sees both; the value itself is kept in the metadata."""
+
+    def __init__(self, records: RecordStore) -> None:
+        self.records = records
+
+    # -- names, in one place ------------------------------------------------------
+
+    @staticmethod
+    def namespace(tenant: str, bucket: str) -> str:
+        return f"{_PREFIX}/{encode_part(tenant)}/{encode_part(bucket)}"
+
+    @staticmethod
+    def index_namespace(tenant: str) -> str:
+        return f"{_INDEX}/{encode_part(tenant)}"
+
+    def buckets(self, tenant: str) -> list[str]:
+        prefix = f"{_PREFIX}/{encode_part(tenant)}/"
+        return [
+            ns[len(prefix) :].replace("%2F", "/").replace("%25", "%")
+            for ns in self.records.namespaces(prefix)
+        ]
+
+    def tenants(self) -> list[str]:
+        prefix = f"{_INDEX}/"
+        return [
+            ns[len(prefix) :].replace("%2F", "/").replace("%25", "%")
+            for ns in self.records.namespaces(prefix)
+        ]
+
+    # -- reads and writes --------------------------------------------------------------
+
+    def upsert(self, memory: Memory, embedding: npt.NDArray[np.float32] | None) -> None:
+        self.records.upsert([_to_record(memory, embedding)])
+        self.records.upsert(
+            [
+                Record(
+                    id=memory.id,
+                    namespace=self.index_namespace(memory.tenant),
+                    text=memory.bucket,
+                    created_at=memory.created_at,
+                    updated_at=memory.updated_at,
+                    expires_at=memory.expires_at,
+                )
+            ]
+        )
+
+    def get(self, tenant: str, memory_id: str) -> Memory | None:
+        found = self.records.get(self.index_namespace(tenant), [memory_id])
+        if not found:
+            return None
+        records = self.records.get(self.namespace(tenant, found[0].text), [memory_id])
+        return _from_record(tenant, records[0]) if records else None
+
+    def get_record(self, memory: Memory) -> Record | None:
+        found = self.records.get(self.namespace(memory.tenant, memory.bucket), [memory.id])
+        return found[0] if found else None
+
+    def delete(self, tenant: str, bucket: str, ids: Sequence[str]) -> int:
+        removed = self.records.delete(self.namespace(tenant, bucket), ids)
+        self.records.delete(self.index_namespace(tenant), ids)
+        return removed
+
+    def list(
+        self,
+        tenant: str,
+        bucket: str,
+        selector: Filter | None = None,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        order: Order = "created_desc",
+    ) -> builtins.list[Memory]:
+        records = self.records.list(
+            self.namespace(tenant, bucket),
+            filter=selector,
+            limit=limit,
+            offset=offset,
+            order=order,
+        )
+        return [_from_record(tenant, r) for r in records]
+
+    def count(self, tenant: str, bucket: str, selector: Filter | None = None) -> int:
+        return self.records.count(self.namespace(tenant, bucket), selector)
+
+
+def memory_filter(
+    *,
+    scope: Scope | None = None,
+    session_id: str | None = None,
+    key: str | None = None,
+    agent_id: str | None = None,
+) -> Filter | None:
+    """The record filter selecting memories by scope, session, key and writer."""
+    metadata: dict[str, JSON] = {}
+    if agent_id is not None:
+        metadata["agent_id"] = agent_id
+    if session_id is not None:
+        metadata["session_id"] = session_id
+    if key is not None:
+        metadata["key"] = key
+    if scope is None and not metadata:
+        return None
+    return Filter(kinds=(scope,) if scope else None, metadata=metadata or None)
+
+
+def _to_record(memory: Memory, embedding: npt.NDArray[np.float32] | None) -> Record:
+    return Record(
+        id=memory.id,
+        namespace=LongTermTier.namespace(memory.tenant, memory.bucket),
+        text=f"{memory.key}: {memory.value}",
+        kind=memory.scope,
+        metadata={
+            "agent_id": memory.agent_id,
+            "key": memory.key,
+            "value": memory.value,
+            "session_id": memory.session_id,
+            "metadata": memory.metadata,
+        },
+        created_at=memory.created_at,
+        updated_at=memory.updated_at,
+        expires_at=memory.expires_at,
+        embedding=embedding,
+    )
+
+
+def from_record(tenant: str, record: Record) -> Memory:
+    """The memory a record of this tier holds."""
+    return _from_record(tenant, record)
+
+
+def _from_record(tenant: str, record: Record) -> Memory:
+    meta = record.metadata
+    scope = record.kind if record.kind in SCOPES else "agent"
+    session = meta.get("session_id")
+    user_meta = to_json(meta.get("metadata") or {}, field="metadata")
+    return Memory(
+        id=record.id,
+        tenant=tenant,
+        agent_id=str(meta.get("agent_id", "")),
+        scope=scope,
+        key=str(meta.get("key", "")),
+        value=str(meta.get("value", "")),
+        session_id=session if isinstance(session, str) else None,
+        metadata=user_meta if isinstance(user_meta, dict) else {},
+        expires_at=record.expires_at,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+    )

@@ -1,0 +1,37 @@
+"""The ``<memories>`` block of spec 004, produced in this one place."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from xml.sax.saxutils import escape
+
+from memstack.store.types import Memory
+
+__all__ = ["render_memories", "xml_attr"]
+
+
+def render_memories(memories: Sequence[Memory], *, budget_chars: int = 8_000) -> str:
+    """``<memories>`` with one ``<memory key=".." scope="..">`` per memory, in order,
+    skipping any that would take the block over ``budget_chars``; ``""`` when none fit.
+
+    Values and keys are XML-escaped, so a stored value cannot close the block."""
+    opening, closing = "<memories>", "</memories>"
+    parts: list[str] = []
+    used = len(opening) + len(closing) + 2
+    for memory in memories:
+        part = (
+            f"<memory key={xml_attr(memory.key)} scope={xml_attr(memory.scope)}>\n"
+            f"{escape(memory.value)}\n</memory>"
+        )
+        if used + len(part) + 1 > budget_chars:
+            continue
+        parts.append(part)
+        used += len(part) + 1
+    if not parts:
+        return ""
+    return "\n".join([opening, *parts, closing])
+
+
+def xml_attr(value: str) -> str:
+    """A double-quoted XML attribute value."""
+    return '"' + escape(value, {'"': "&quot;"}) + '"'
