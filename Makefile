@@ -22,7 +22,7 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	@touch $@ $(VENV)/.runtime
 
 serve: $(VENV)/.runtime
-	$(BIN)/memstack tools list
+	$(BIN)/memstack serve
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .

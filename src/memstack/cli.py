@@ -12,6 +12,7 @@ import click
 
 from memstack import __version__
 from memstack.bench.commands import bench
+from memstack.server.commands import keys, serve
 from memstack.tools import Tool
 from memstack.working import MEMORY_TOOLS_PROMPT, memory_tools
 
@@ -23,6 +24,8 @@ def main() -> None:
 
 
 main.add_command(bench)
+main.add_command(serve)
+main.add_command(keys)
 
 
 @main.group()

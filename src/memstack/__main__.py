@@ -1,0 +1,5 @@
+"""``python -m memstack`` runs the command line."""
+
+from memstack.cli import main
+
+main()

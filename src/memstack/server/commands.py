@@ -1,0 +1,188 @@
+"""``memstack serve`` and ``memstack keys ...``."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from memstack.errors import MemstackError
+from memstack.server.settings import ServerSettings
+from memstack.store.keys import ApiKeys, KeyInfo
+
+_db = click.option(
+    "--db",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="SQLite file of the long-term tier [env MEMSTACK_DB; default .memstack/memstack.db].",
+)
+_postgres = click.option(
+    "--postgres-url", default=None, help="PostgreSQL instead of SQLite [env MEMSTACK_POSTGRES_URL]."
+)
+
+
+@click.command()
+@_db
+@_postgres
+@click.option(
+    "--redis-url", default=None, help="Redis for the short-term tier [env MEMSTACK_REDIS_URL]."
+)
+@click.option("--host", default=None, help="[env MEMSTACK_HOST; default 127.0.0.1]")
+@click.option("--port", type=int, default=None, help="[env MEMSTACK_PORT; default 8765]")
+def serve(
+    db: Path | None,
+    postgres_url: str | None,
+    redis_url: str | None,
+    host: str | None,
+    port: int | None,
+) -> None:
+    """Run the memory server (REST API, OpenAPI docs at /docs)."""
+    import uvicorn
+
+    from memstack.server.app import create_app
+    from memstack.server.services import open_services
+
+    settings = _settings(
+        db=db, postgres_url=postgres_url, redis_url=redis_url, host=host, port=port
+    )
+    try:
+        services = open_services(
+            store_url=settings.store_url,
+            redis_url=settings.redis_url,
+            embedding_settings=settings.embedding,
+            stm_max_entries=settings.stm_max_entries,
+            ltm_max_entries=settings.ltm_max_entries,
+        )
+    except MemstackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    try:
+        if services.keys.count_active() == 0:
+            raw, info = services.keys.create(tenant="default", label="created by memstack serve")
+            click.echo(
+                f"No API key existed, so one was created for tenant {info.tenant!r}.\n"
+                f"It is shown only this once; keep it:\n\n    {raw}\n"
+            )
+        services.embedder.embed_batch(["warm up"])
+        import asyncio
+
+        try:
+            loaded = asyncio.run(services.memories.warmup())
+        except MemstackError as exc:
+            loaded = 0
+            click.echo(f"warmup skipped: {exc}", err=True)
+        click.echo(
+            f"memstack {settings.described}; warmed {loaded} memories into the short-term tier"
+        )
+        click.echo(f"serving on http://{settings.host}:{settings.port} (docs at /docs)")
+        app = create_app(services, max_body_bytes=settings.max_body_bytes)
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    finally:
+        services.close()
+
+
+@click.group()
+def keys() -> None:
+    """API keys of the memory server: create, list, revoke."""
+
+
+@keys.command("create")
+@click.option("--tenant", required=True, help="The tenant the key acts for.")
+@click.option("--agents", default=None, help="Comma-separated agent ids the key is limited to.")
+@click.option("--label", default=None, help="A note to recognise the key by.")
+@_db
+@_postgres
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def keys_create(
+    tenant: str,
+    agents: str | None,
+    label: str | None,
+    db: Path | None,
+    postgres_url: str | None,
+    as_json: bool,
+) -> None:
+    """Create a key; the raw key is printed only now."""
+    agent_list = [a.strip() for a in agents.split(",") if a.strip()] if agents else None
+    with _keys(db, postgres_url) as api_keys:
+        raw, info = api_keys.create(tenant=tenant, agents=agent_list, label=label)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "key": raw,
+                    "tenant": info.tenant,
+                    "id": info.id,
+                    "agents": info.agents and list(info.agents),
+                }
+            )
+        )
+    else:
+        click.echo(f"API key for tenant {info.tenant!r} (shown only now):\n{raw}")
+
+
+@keys.command("list")
+@click.option("--tenant", default=None)
+@_db
+@_postgres
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def keys_list(tenant: str | None, db: Path | None, postgres_url: str | None, as_json: bool) -> None:
+    """List keys (never the raw keys)."""
+    with _keys(db, postgres_url) as api_keys:
+        found = api_keys.list(tenant=tenant)
+    if as_json:
+        click.echo(json.dumps([_key_json(k) for k in found], indent=2))
+        return
+    for k in found:
+        state = "active" if k.active else "revoked"
+        agents = ",".join(k.agents) if k.agents else "*"
+        click.echo(f"{k.id}  {k.tenant:<20} agents={agents:<20} {state:<8} {k.label or ''}")
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+@_db
+@_postgres
+def keys_revoke(key_id: str, db: Path | None, postgres_url: str | None) -> None:
+    """Revoke a key by id (the part after ``msk_``); it stops working at once."""
+    with _keys(db, postgres_url) as api_keys:
+        info = api_keys.revoke(key_id)
+    click.echo(f"revoked {info.id} (tenant {info.tenant!r})")
+
+
+def _settings(**flags: object) -> ServerSettings:
+    try:
+        return ServerSettings.from_env(os.environ, **flags)
+    except MemstackError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@contextmanager
+def _keys(db: Path | None, postgres_url: str | None) -> Iterator[ApiKeys]:
+    from memstack.server.services import open_records
+
+    settings = _settings(db=db, postgres_url=postgres_url)
+    try:
+        records = open_records(settings.store_url)
+    except MemstackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    try:
+        yield ApiKeys(records)
+    except MemstackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        records.close()
+
+
+def _key_json(info: KeyInfo) -> dict[str, object]:
+    return {
+        "id": info.id,
+        "tenant": info.tenant,
+        "agents": list(info.agents) if info.agents else None,
+        "label": info.label,
+        "active": info.active,
+        "created_at": info.created_at,
+        "revoked_at": info.revoked_at,
+    }

@@ -1,0 +1,133 @@
+"""One place where errors become HTTP responses, and the request-size guard.
+
+Every error body is ``{"error": {"code", "message", "field"}}``; a bad request never
+reaches the services, so it never changes stored data.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memstack.errors import ConfigError, InvalidInput, NotFound, StoreUnavailable
+from memstack.store.principal import Forbidden
+
+__all__ = ["BodyLimit", "error_response", "install_error_handlers"]
+
+_log = logging.getLogger("memstack.server")
+
+
+def error_response(
+    status: int, code: str, message: str, field: str | None = None, **extra: Any
+) -> JSONResponse:
+    body: dict[str, Any] = {"code": code, "message": message, "field": field, **extra}
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        if first.get("type") == "json_invalid":
+            return error_response(
+                400,
+                "malformed_json",
+                "the request body is not valid JSON; send a JSON object.",
+                "body",
+            )
+        details = [
+            {"field": _field(e.get("loc", ())), "message": str(e.get("msg", ""))} for e in errors
+        ]
+        field = details[0]["field"] if details else None
+        message = "; ".join(f"{d['field']}: {d['message']}" for d in details[:5])
+        return error_response(422, "invalid_input", message, field, details=details)
+
+    @app.exception_handler(Forbidden)
+    async def forbidden(request: Request, exc: Forbidden) -> JSONResponse:
+        return error_response(403, "forbidden", str(exc), exc.field)
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound) -> JSONResponse:
+        return error_response(404, "not_found", str(exc), exc.field)
+
+    @app.exception_handler(InvalidInput)
+    async def invalid_input(request: Request, exc: InvalidInput) -> JSONResponse:
+        return error_response(422, "invalid_input", str(exc), exc.field)
+
+    @app.exception_handler(StoreUnavailable)
+    async def unavailable(request: Request, exc: StoreUnavailable) -> JSONResponse:
+        _log.error("store unavailable: %s", exc)
+        return error_response(503, "unavailable", f"a backing store is unavailable: {exc}")
+
+    @app.exception_handler(ConfigError)
+    async def misconfigured(request: Request, exc: ConfigError) -> JSONResponse:
+        _log.error("configuration error: %s", exc)
+        return error_response(500, "config_error", str(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}.get(
+            exc.status_code, "http_error"
+        )
+        return error_response(exc.status_code, code, str(exc.detail))
+
+
+def _field(loc: Any) -> str:
+    """``("body", "ttl")`` → ``ttl``; the first element only says where the field was."""
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+class BodyLimit:
+    """Refuse request bodies over ``max_bytes`` with 413, before any route reads them."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._too_large(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._too_large(scope, receive, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_response(
+            413,
+            "too_large",
+            f"the request body is over {self.max_bytes} bytes; send less.",
+            "body",
+        )
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass

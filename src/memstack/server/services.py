@@ -1,0 +1,83 @@
+"""Opening every service the server and the CLI use, from settings, and closing them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memstack.clock import Clock, SystemClock
+from memstack.embeddings import Embedder, resolve_embedder
+from memstack.storage import RecordStore, open_record_store
+from memstack.store.keys import ApiKeys
+from memstack.store.knowledge import KnowledgeBase
+from memstack.store.service import MemoryStore
+from memstack.store.stm import InProcessTier, ShortTermTier
+
+__all__ = ["Services", "open_records", "open_services"]
+
+
+@dataclass(kw_only=True)
+class Services:
+    records: RecordStore
+    short_term: ShortTermTier
+    embedder: Embedder
+    memories: MemoryStore
+    knowledge: KnowledgeBase
+    keys: ApiKeys
+
+    def close(self) -> None:
+        self.short_term.close()
+        self.records.close()
+
+
+def open_records(url: str, *, clock: Clock | None = None) -> RecordStore:
+    records = open_record_store(url, clock=clock)
+    records.setup()
+    return records
+
+
+def open_services(
+    *,
+    store_url: str,
+    redis_url: str | None,
+    embedder: Embedder | None = None,
+    embedding_settings: object = None,
+    stm_max_entries: int = 20,
+    ltm_max_entries: int = 200,
+    clock: Clock | None = None,
+) -> Services:
+    from memstack.embeddings import EmbeddingSettings
+
+    clock = clock or SystemClock()
+    records = open_records(store_url, clock=clock)
+    try:
+        short_term: ShortTermTier
+        if redis_url:
+            from memstack.store.stm_redis import RedisTier
+
+            short_term = RedisTier.from_url(redis_url, max_entries=stm_max_entries)
+        else:
+            short_term = InProcessTier(max_entries=stm_max_entries)
+        if embedder is None:
+            settings = (
+                embedding_settings
+                if isinstance(embedding_settings, EmbeddingSettings)
+                else EmbeddingSettings()
+            )
+            embedder = resolve_embedder(settings)
+    except BaseException:
+        records.close()
+        raise
+    return Services(
+        records=records,
+        short_term=short_term,
+        embedder=embedder,
+        memories=MemoryStore(
+            records=records,
+            embedder=embedder,
+            short_term=short_term,
+            ltm_max_entries=ltm_max_entries,
+            clock=clock,
+        ),
+        knowledge=KnowledgeBase(records=records, embedder=embedder, clock=clock),
+        keys=ApiKeys(records, clock=clock),
+    )

@@ -1,0 +1,96 @@
+"""Server settings: flags with environment-variable fallbacks, read once at the edge."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from memstack.embeddings import EmbeddingSettings
+from memstack.errors import ConfigError
+
+__all__ = ["DEFAULT_DB", "DEFAULT_HOST", "DEFAULT_PORT", "ServerSettings"]
+
+DEFAULT_DB: Final = Path(".memstack/memstack.db")
+DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 8765
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerSettings:
+    db: Path = DEFAULT_DB
+    """SQLite file of the long-term tier (``--db`` / ``MEMSTACK_DB``)."""
+    postgres_url: str | None = None
+    """PostgreSQL instead of SQLite (``--postgres-url`` / ``MEMSTACK_POSTGRES_URL``)."""
+    redis_url: str | None = None
+    """Redis for the short-term tier, in-process when unset (``--redis-url``,
+    ``MEMSTACK_REDIS_URL``)."""
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    stm_max_entries: int = 20
+    """``STM_MAX_ENTRIES``: recent memories per agent kept in the short-term tier."""
+    ltm_max_entries: int = 200
+    """``LTM_MAX_ENTRIES``: memories per agent in the long-term tier; 0 = unlimited."""
+    max_body_bytes: int = 1_048_576
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], **flags: object) -> ServerSettings:
+        """Settings from ``flags`` (None = not given), then ``env``, then defaults."""
+
+        def pick(flag: str, *names: str) -> str | None:
+            value = flags.get(flag)
+            if value is not None:
+                return str(value)
+            for name in names:
+                if env.get(name):
+                    return env[name]
+            return None
+
+        db = pick("db", "MEMSTACK_DB")
+        return cls(
+            db=Path(db) if db else DEFAULT_DB,
+            postgres_url=pick("postgres_url", "MEMSTACK_POSTGRES_URL"),
+            redis_url=pick("redis_url", "MEMSTACK_REDIS_URL"),
+            host=pick("host", "MEMSTACK_HOST") or DEFAULT_HOST,
+            port=_int(pick("port", "MEMSTACK_PORT"), "MEMSTACK_PORT", DEFAULT_PORT, 1, 65_535),
+            stm_max_entries=_int(
+                pick("stm_max_entries", "MEMSTACK_STM_MAX_ENTRIES", "STM_MAX_ENTRIES"),
+                "STM_MAX_ENTRIES",
+                20,
+                1,
+                10_000,
+            ),
+            ltm_max_entries=_int(
+                pick("ltm_max_entries", "MEMSTACK_LTM_MAX_ENTRIES", "LTM_MAX_ENTRIES"),
+                "LTM_MAX_ENTRIES",
+                200,
+                0,
+                10_000_000,
+            ),
+            embedding=EmbeddingSettings.from_env(env),
+        )
+
+    @property
+    def store_url(self) -> str:
+        return self.postgres_url or f"sqlite:///{self.db}"
+
+    @property
+    def described(self) -> str:
+        """Where the data lives, for the startup banner (no passwords)."""
+        long_term = "PostgreSQL" if self.postgres_url else f"SQLite {self.db}"
+        short_term = "Redis" if self.redis_url else "in-process"
+        return f"long-term tier: {long_term}; short-term tier: {short_term}"
+
+
+def _int(raw: str | None, name: str, default: int, lo: int, hi: int) -> int:
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = lo - 1
+    if not lo <= value <= hi:
+        raise ConfigError(f"{name}={raw!r} must be a whole number from {lo} to {hi}.")
+    return value

@@ -1,0 +1,87 @@
+"""A server over SQLite with the hash embedder, two tenants' keys, and clients for it."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from memstack.embeddings import HashEmbedder
+from memstack.server.app import create_app
+from memstack.server.services import Services, open_services
+
+
+@dataclass
+class Keys:
+    acme: str
+    other: str
+    acme_bot_only: str
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[Services]:
+    services = open_services(
+        store_url=f"sqlite:///{tmp_path / 'server.db'}", redis_url=None, embedder=HashEmbedder()
+    )
+    yield services
+    services.close()
+
+
+@pytest.fixture
+def keys(services: Services) -> Keys:
+    return Keys(
+        acme=services.keys.create(tenant="acme")[0],
+        other=services.keys.create(tenant="other")[0],
+        acme_bot_only=services.keys.create(tenant="acme", agents=["bot"])[0],
+    )
+
+
+@pytest.fixture
+async def api(services: Services) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(services, max_body_bytes=64_000)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://memstack.test") as client:
+        yield client
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@dataclass
+class LiveServer:
+    url: str
+    server: uvicorn.Server
+    thread: threading.Thread
+
+
+def serve_in_thread(services: Services) -> LiveServer:
+    """A real uvicorn server on a free loopback port, in a thread."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(services), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    return LiveServer(url=f"http://127.0.0.1:{port}", server=server, thread=thread)
+
+
+@pytest.fixture
+def live(services: Services) -> Iterator[LiveServer]:
+    running = serve_in_thread(services)
+    yield running
+    running.server.should_exit = True
+    running.thread.join(timeout=10)
