@@ -220,3 +220,54 @@ def _ints(text: str, option: str) -> list[int]:
     if not values or min(values) < 10:
         raise click.BadParameter("give at least one size of 10 or more", param_hint=option)
     return values
+
+
+@bench.command("server")
+@click.option("--url", default="http://127.0.0.1:8765", show_default=True, envvar="MEMSTACK_URL")
+@click.option("--api-key", required=True, envvar="MEMSTACK_API_KEY", help="[env MEMSTACK_API_KEY]")
+@click.option("--clients", type=click.IntRange(1, 256), default=16, show_default=True)
+@click.option("--duration", type=click.FloatRange(0.5, 600), default=20.0, show_default=True)
+@click.option("--max-requests", type=click.IntRange(1), default=100_000, show_default=True)
+@click.option(
+    "--label", default="", help="What is being measured, e.g. 'sqlite' (kept in the JSON)."
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
+)
+def server(
+    url: str,
+    api_key: str,
+    clients: int,
+    duration: float,
+    max_requests: int,
+    label: str,
+    out: Path | None,
+) -> None:
+    """Requests/s and p50/p95/p99 latency of a running server under concurrent clients
+    (50% store, 30% search, 20% list)."""
+    from memstack.bench.load import run_load
+    from memstack.bench.report import write_json
+
+    report = asyncio.run(
+        run_load(
+            url=url, api_key=api_key, clients=clients, duration=duration, max_requests=max_requests
+        )
+    )
+    summary = report.summary()
+    click.echo(
+        f"{label or url}: {report.requests} requests from {clients} clients in "
+        f"{report.seconds:.1f}s, {report.errors} errors"
+    )
+    click.echo(f"{'operation':<10}{'count':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}")
+    by_op = summary["by_operation"]
+    assert isinstance(by_op, dict)
+    overall = summary["latency_ms"]
+    assert isinstance(overall, dict)
+    for op, stats in [*by_op.items(), ("all", {"count": report.requests, **overall})]:
+        click.echo(
+            f"{op:<10}{stats['count']:>8}{stats['p50']:>10.1f}{stats['p95']:>10.1f}{stats['p99']:>10.1f}"
+        )
+    click.echo(f"throughput: {report.per_second:.1f} requests/s")
+    if out:
+        write_json(out, {"label": label, "url": url, **summary})
+        click.echo(f"wrote {out}")
