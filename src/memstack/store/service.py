@@ -86,7 +86,13 @@ class SearchHit:
 
 
 class MemoryStore:
-    """Memories of agents, scoped by tenant, in a short-term and a long-term tier."""
+    """Memories of agents, scoped by tenant, in a short-term and a long-term tier.
+
+    ``ltm_max_entries`` caps each agent's memories (its agent and session scopes) and,
+    separately, the tenant's global memories; every store evicts the oldest beyond it
+    from every tier and index. The short-term tier keeps its own ``max_entries`` per
+    agent (spec 004's ``STM_MAX_ENTRIES``).
+    """
 
     def __init__(
         self,
