@@ -8,6 +8,7 @@ import pytest
 from memstack import InvalidInput, ManualClock, NotFound
 from memstack.embeddings import HashEmbedder
 from memstack.storage import (
+    Filter,
     InMemoryRecordStore,
     PostgresRecordStore,
     RecordStore,
@@ -141,7 +142,13 @@ async def test_ttl_hides_and_prunes(service: MemoryStore, clock: ManualClock):
     assert await service.search(ACME, "ticket", agent_id="bot", mode="text") == []
     with pytest.raises(NotFound):
         await service.get(ACME, temp.id)
-    assert await service.prune_expired() >= 1
+    everything = Filter(include_expired=True)
+    namespace = service.long_term.namespace("acme", "bot")
+    assert service.long_term.records.count(namespace, everything) == 1  # pruned by context()
+    await service.store(ACME, agent_id="bot", key="temp2", value="short-lived", ttl=1)
+    clock.advance(5)
+    assert await service.prune_expired() == 2  # the memory and its id-index entry
+    assert service.long_term.records.count(namespace, everything) == 1
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,7 @@ DEFAULT_LTM_MAX_ENTRIES: Final = 200
 MAX_LIST_LIMIT: Final = 500
 MAX_SEARCH_LIMIT: Final = 100
 KEYWORD_WEIGHT: Final = 0.3
+PRUNE_EVERY_S: Final = 1.0
 
 SearchMode = Literal["hybrid", "text", "semantic"]
 _log = logging.getLogger("memstack.store")
@@ -116,6 +117,7 @@ class MemoryStore:
         self.embedder = embedder
         self.ltm_max_entries = ltm_max_entries
         self.clock: Clock = clock or SystemClock()
+        self._pruned_at = float("-inf")
 
     # -- writing -----------------------------------------------------------------------
 
@@ -381,11 +383,20 @@ class MemoryStore:
 
     def _context(self, tenant: str, agent_id: str, session_id: str | None) -> builtins.list[Memory]:
         now = self.clock.now()
+        self._prune_if_due(now)
         own = self._recent(tenant, agent_id, now)
         shared = self._recent(tenant, GLOBAL_BUCKET, now)
         session = [m for m in own if m.scope == "session" and m.session_id == session_id]
         agent = [m for m in own if m.scope == "agent"]
         return session + agent + shared
+
+    def _prune_if_due(self, now: float) -> None:
+        """Delete expired memories from the long-term tier before an injection, at most
+        once per second of clock time (one indexed DELETE; reads hide them regardless)."""
+        if now - self._pruned_at < PRUNE_EVERY_S:
+            return
+        self._pruned_at = now
+        self.long_term.records.prune_expired(now)
 
     def _recent(self, tenant: str, bucket: str, now: float) -> builtins.list[Memory]:
         try:
