@@ -1,6 +1,16 @@
 """LLM providers behind one ChatModel protocol."""
 
-from memstack.providers.base import ChatModel, Completion, Message, Role, ToolCall, Usage
+from memstack.providers.base import (
+    ChatModel,
+    Completion,
+    Message,
+    Role,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+    collect,
+)
 from memstack.providers.scripted import ScriptedCall, ScriptedProvider
 
 __all__ = [
@@ -10,6 +20,9 @@ __all__ = [
     "Role",
     "ScriptedCall",
     "ScriptedProvider",
+    "StreamEvent",
+    "TextDelta",
     "ToolCall",
     "Usage",
+    "collect",
 ]

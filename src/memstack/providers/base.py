@@ -1,18 +1,31 @@
-"""The provider seam: chat messages, tool calls, completions, and the ChatModel protocol.
+"""The provider seam: chat messages, tool calls, streamed events, and the ChatModel protocol.
 
 Real providers (OpenAI-compatible, Anthropic) and the ScriptedProvider implement
-``ChatModel``; everything that needs an LLM (extraction, agents) takes one.
+``ChatModel``; everything that needs an LLM (extraction, agents) takes one. A provider
+streams ``TextDelta`` events as text arrives, each ``ToolCall`` once its arguments are
+complete, and one ``Usage`` at the end; ``generate`` is the same call collected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from memstack._json import JSONObject
+from memstack.tools import ProviderTool
 
-__all__ = ["ChatModel", "Completion", "Message", "Role", "ToolCall", "Usage"]
+__all__ = [
+    "ChatModel",
+    "Completion",
+    "Message",
+    "Role",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCall",
+    "Usage",
+    "collect",
+]
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -42,6 +55,14 @@ class Usage:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TextDelta:
+    content: str
+
+
+StreamEvent = TextDelta | ToolCall | Usage
+
+
+@dataclass(frozen=True, kw_only=True)
 class Completion:
     """One model turn: text, tool calls, or both."""
 
@@ -53,17 +74,44 @@ class Completion:
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """An LLM that completes a conversation."""
+    """An LLM that continues a conversation."""
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str,
+        tools: Sequence[ProviderTool] = (),
+        json_output: bool = False,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """The model's turn as events: text deltas, complete tool calls, then usage."""
+        ...
 
     async def generate(
         self,
         messages: Sequence[Message],
         *,
         model: str,
-        tools: Sequence[JSONObject] = (),
+        tools: Sequence[ProviderTool] = (),
         json_output: bool = False,
         max_tokens: int | None = None,
     ) -> Completion:
-        """One completion. ``tools`` are OpenAI-shaped function definitions;
-        ``json_output`` asks for a JSON object as the whole reply."""
+        """The model's whole turn (``stream`` collected). ``json_output`` asks for a JSON
+        object as the whole reply."""
         ...
+
+
+async def collect(events: AsyncIterator[StreamEvent], *, model: str | None = None) -> Completion:
+    """A ``Completion`` from a stream of events; providers implement ``generate`` with it."""
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    usage = Usage()
+    async for event in events:
+        if isinstance(event, TextDelta):
+            text.append(event.content)
+        elif isinstance(event, ToolCall):
+            calls.append(event)
+        else:
+            usage = event
+    return Completion(content="".join(text), tool_calls=tuple(calls), usage=usage, model=model)

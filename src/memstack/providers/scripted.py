@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from memstack._json import JSONObject
+from memstack._json import dumps, to_json
 from memstack.errors import ConfigError
-from memstack.providers.base import Completion, Message
+from memstack.providers.base import (
+    Completion,
+    Message,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    collect,
+)
+from memstack.tools import ProviderTool
 
 __all__ = ["ScriptedCall", "ScriptedProvider"]
 
@@ -22,16 +31,23 @@ class ScriptedCall:
 
     messages: tuple[Message, ...]
     model: str
-    tools: tuple[JSONObject, ...]
+    tools: tuple[ProviderTool, ...]
     json_output: bool
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.name for t in self.tools]
 
 
 class ScriptedProvider:
     """Answers each call with the next scripted reply, or with ``responder(messages)``.
 
-    A reply is a ``Completion`` or plain text. Running out of script is an error
-    that says how many replies were scripted, so a test never hangs or guesses.
+    A reply is a ``Completion`` (text and/or tool calls) or plain text. Text streams in
+    word-sized deltas, then each tool call, then usage. Running out of script is an
+    error that says how many replies were scripted, so a test never hangs or guesses.
     """
+
+    provider_name = "scripted"
 
     def __init__(
         self, replies: Iterable[Reply] = (), *, responder: Responder | None = None
@@ -41,14 +57,42 @@ class ScriptedProvider:
         self._lock = threading.Lock()
         self.calls: list[ScriptedCall] = []
 
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str,
+        tools: Sequence[ProviderTool] = (),
+        json_output: bool = False,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        reply = self._next(messages, model, tools, json_output)
+        for piece in _pieces(reply.content):
+            yield TextDelta(content=piece)
+        for call in reply.tool_calls:
+            yield call
+        yield reply.usage
+
     async def generate(
         self,
         messages: Sequence[Message],
         *,
         model: str,
-        tools: Sequence[JSONObject] = (),
+        tools: Sequence[ProviderTool] = (),
         json_output: bool = False,
         max_tokens: int | None = None,
+    ) -> Completion:
+        events = self.stream(
+            messages, model=model, tools=tools, json_output=json_output, max_tokens=max_tokens
+        )
+        return await collect(events, model=model)
+
+    def _next(
+        self,
+        messages: Sequence[Message],
+        model: str,
+        tools: Sequence[ProviderTool],
+        json_output: bool,
     ) -> Completion:
         with self._lock:
             index = len(self.calls)
@@ -70,3 +114,31 @@ class ScriptedProvider:
             assert self._responder is not None
             reply = self._responder(messages)
         return reply if isinstance(reply, Completion) else Completion(content=reply, model=model)
+
+    @staticmethod
+    def tool_call(
+        name: str, arguments: dict[str, object], *, call_id: str | None = None
+    ) -> ToolCall:
+        """A ToolCall for a script, with a generated id when none is given."""
+        from memstack._json import to_json
+
+        args = to_json(arguments, field="arguments")
+        assert isinstance(args, dict)
+        return ToolCall(
+            id=call_id or f"call_{name}_{abs(hash(str(args))) % 10**8}", name=name, arguments=args
+        )
+
+
+def _pieces(text: str) -> list[str]:
+    """Split text into word-sized deltas, keeping every character."""
+    if not text:
+        return []
+    out, current = [], ""
+    for ch in text:
+        current += ch
+        if ch == " ":
+            out.append(current)
+            current = ""
+    if current:
+        out.append(current)
+    return out
