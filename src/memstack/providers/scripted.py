@@ -120,13 +120,10 @@ class ScriptedProvider:
         name: str, arguments: dict[str, object], *, call_id: str | None = None
     ) -> ToolCall:
         """A ToolCall for a script, with a generated id when none is given."""
-        from memstack._json import to_json
-
         args = to_json(arguments, field="arguments")
         assert isinstance(args, dict)
-        return ToolCall(
-            id=call_id or f"call_{name}_{abs(hash(str(args))) % 10**8}", name=name, arguments=args
-        )
+        digest = hashlib.sha1(f"{name}:{dumps(args)}".encode()).hexdigest()[:10]
+        return ToolCall(id=call_id or f"call_{digest}", name=name, arguments=args)
 
 
 def _pieces(text: str) -> list[str]:
