@@ -18,7 +18,7 @@ $(VENV)/.runtime: pyproject.toml | $(BIN)/python
 
 # Runtime plus the dev dependency group (pytest, mypy, ruff, ...).
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[postgres,redis]" --group dev
+	$(BIN)/python -m pip install --quiet -e ".[postgres,redis,openai,anthropic]" --group dev
 	@touch $@ $(VENV)/.runtime
 
 serve: $(VENV)/.runtime

@@ -8,6 +8,7 @@ from memstack.errors import (
     InvalidInput,
     MemstackError,
     NotFound,
+    ProviderError,
     StoreUnavailable,
     ToolInputError,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "MemstackError",
     "NotFound",
     "ProcessingContext",
+    "ProviderError",
     "ProviderTool",
     "StoreUnavailable",
     "SystemClock",

@@ -8,6 +8,8 @@
      ├── InvalidInput (ValueError)     the developer passed a bad argument; ``field`` names it
      │    └── NotFound (LookupError)   the thing asked for does not exist
      ├── StoreUnavailable              operations: a backend (database, Redis, model) is down
+ ├── ProviderError                 an LLM provider refused or failed a call (bad key,
+ │                                 rate limit, server error); ``status`` when HTTP gave one
      └── ToolInputError                the LLM passed bad tool arguments; the message is
                                        returned to the model as the tool result, so it
                                        says what to change
@@ -23,6 +25,7 @@ __all__ = [
     "InvalidInput",
     "MemstackError",
     "NotFound",
+    "ProviderError",
     "StoreUnavailable",
     "ToolInputError",
 ]
@@ -50,6 +53,17 @@ class NotFound(InvalidInput, LookupError):
 
 class StoreUnavailable(MemstackError):
     """A backing service (database, Redis, embedding model) cannot be reached."""
+
+
+class ProviderError(MemstackError):
+    """An LLM provider refused or failed a call: a bad or missing key, a rate limit, a
+    server error, a reply that breaks the protocol. ``status`` is the HTTP status when
+    there was one; the message says what to check."""
+
+    def __init__(self, message: str, *, provider: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
 
 
 class ToolInputError(MemstackError):

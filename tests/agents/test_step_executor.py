@@ -49,8 +49,8 @@ def executor(provider: ScriptedProvider, context: ProcessingContext, **kwargs: A
     step = kwargs.pop(
         "step", Step(id="s1", instructions="Research the topic.", output_schema=SCHEMA)
     )
-    task = kwargs.pop(
-        "task", Task(id="t1", title="Research", description="Find things.", steps=(step,))
+    task = kwargs.pop("task", None) or Task(
+        id="t1", title="Research", description="Find things.", steps=(step,)
     )
     return StepExecutor(
         task=task, step=step, context=context, provider=provider, model="m", **kwargs
@@ -164,8 +164,19 @@ async def test_upstream_hint_names_keys_without_values():
     provider = ScriptedProvider(
         [Completion(tool_calls=(call("finish_step", {"result": {"findings": []}}),))]
     )
+    task = Task(
+        id="t1",
+        title="Research",
+        steps=(
+            Step(id="prep", instructions="Prepare."),
+            Step(id="missing", instructions="Never ran."),
+            step,
+        ),
+    )
     await drain(
-        executor(provider, context, step=step, upstream_memory_keys=["task:research_phase"])
+        executor(
+            provider, context, step=step, task=task, upstream_memory_keys=["task:research_phase"]
+        )
     )
     user = provider.calls[0].messages[1].content
     assert user == (

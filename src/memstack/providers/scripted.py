@@ -21,7 +21,7 @@ from memstack.tools import ProviderTool
 
 __all__ = ["ScriptedCall", "ScriptedProvider"]
 
-Reply = str | Completion
+Reply = str | Completion | ToolCall
 Responder = Callable[[Sequence[Message]], Reply]
 
 
@@ -42,9 +42,10 @@ class ScriptedCall:
 class ScriptedProvider:
     """Answers each call with the next scripted reply, or with ``responder(messages)``.
 
-    A reply is a ``Completion`` (text and/or tool calls) or plain text. Text streams in
-    word-sized deltas, then each tool call, then usage. Running out of script is an
-    error that says how many replies were scripted, so a test never hangs or guesses.
+    A reply is a ``Completion`` (text and/or tool calls), one ``ToolCall``, or plain
+    text. Text streams in word-sized deltas, then each tool call, then usage. Running
+    out of script is an error that says how many replies were scripted, so a test never
+    hangs or guesses.
     """
 
     provider_name = "scripted"
@@ -113,6 +114,8 @@ class ScriptedProvider:
         if reply is None:
             assert self._responder is not None
             reply = self._responder(messages)
+        if isinstance(reply, ToolCall):
+            return Completion(tool_calls=(reply,), model=model)
         return reply if isinstance(reply, Completion) else Completion(content=reply, model=model)
 
     @staticmethod
