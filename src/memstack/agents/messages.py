@@ -11,6 +11,8 @@ __all__ = [
     "Chunk",
     "ProcessingMessage",
     "StepResult",
+    "TaskStatus",
+    "TaskUpdate",
     "ToolCallUpdate",
     "ToolResult",
 ]
@@ -56,4 +58,19 @@ class StepResult:
     type: Literal["step_result"] = "step_result"
 
 
-ProcessingMessage = Chunk | ToolCallUpdate | ToolResult | StepResult
+TaskStatus = Literal["started", "completed", "failed", "skipped"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskUpdate:
+    """A task of a plan started, completed, failed, or was skipped because a task it
+    depends on failed; ``error`` says why when it did not complete."""
+
+    task_id: str
+    status: TaskStatus
+    result: JSON = None
+    error: str | None = None
+    type: Literal["task_update"] = "task_update"
+
+
+ProcessingMessage = Chunk | ToolCallUpdate | ToolResult | StepResult | TaskUpdate
