@@ -36,6 +36,17 @@ def _require_id(value: object, kind: str) -> None:
         raise InvalidInput(f"a {kind} needs a non-empty string id.", field="id")
 
 
+def _check_sink(kind: str, last: str, deps: dict[str, tuple[str, ...]], owner: str) -> None:
+    """The last one gives the result, so nothing may wait for it."""
+    waiting = [node for node, needs in deps.items() if last in needs]
+    if waiting:
+        raise InvalidInput(
+            f"{owner}: the last {kind} {last!r} gives the result, but {kind} "
+            f"{', '.join(map(repr, waiting))} depends on it; put the final {kind} last.",
+            field="steps" if kind == "step" else "tasks",
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class Step:
     id: str
@@ -63,6 +74,12 @@ class Step:
         if self.output_schema is not None and not isinstance(self.output_schema, dict):
             raise InvalidInput(
                 f"{owner}: output_schema must be a JSON object.", field="output_schema"
+            )
+        if self.per_item_instructions is not None and self.mode != "process":
+            raise InvalidInput(
+                f"{owner}: per_item_instructions only apply to a process step; set "
+                'mode="process" or drop them.',
+                field="per_item_instructions",
             )
         if self.mode is not None and self.mode not in _MODES:
             raise InvalidInput(
@@ -92,6 +109,7 @@ class Task:
         object.__setattr__(self, "depends_on", _names(self.depends_on, "depends_on", owner))
         ids = [s.id for s in self.steps]
         check_dag("step", ids, {s.id: s.depends_on for s in self.steps}, field="steps")
+        _check_sink("step", self.steps[-1].id, {s.id: s.depends_on for s in self.steps}, owner)
         self._check_fan_out()
 
     def _check_fan_out(self) -> None:
@@ -137,6 +155,17 @@ class TaskPlan:
             raise InvalidInput("a plan needs at least one task, each a Task.", field="tasks")
         ids = [t.id for t in self.tasks]
         check_dag("task", ids, {t.id: t.depends_on for t in self.tasks}, field="tasks")
+        _check_sink("task", ids[-1], {t.id: t.depends_on for t in self.tasks}, "the plan")
+        owners: dict[str, str] = {}
+        for task in self.tasks:
+            for step in task.steps:
+                if step.id in owners:
+                    raise InvalidInput(
+                        f"step id {step.id!r} is used by task {owners[step.id]!r} and task "
+                        f"{task.id!r}; step results share step:<id> keys, so make it unique.",
+                        field="tasks",
+                    )
+                owners[step.id] = task.id
 
     @property
     def last_task(self) -> Task:
