@@ -7,6 +7,9 @@ import memstack
 SUBPACKAGES = [
     "memstack",
     "memstack.working",
+    "memstack.bank",
+    "memstack.agents",
+    "memstack.providers",
     "memstack.tools",
     "memstack.errors",
     "memstack.clock",
@@ -32,6 +35,8 @@ def test_all_names_import(module_name: str):
         "ProcessingContext",
         "InvalidInput",
         "ToolInputError",
+        "MemoryBank",
+        "ProviderError",
     ],
 )
 def test_issue_names_are_public(name: str):

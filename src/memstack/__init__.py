@@ -1,6 +1,7 @@
 """memstack: the memory layer for LLM agents."""
 
 from memstack._json import JSON
+from memstack.bank import MemoryBank
 from memstack.clock import Clock, ManualClock, SystemClock
 from memstack.context import ProcessingContext
 from memstack.errors import (
@@ -42,6 +43,7 @@ __all__ = [
     "ConfigError",
     "InvalidInput",
     "ManualClock",
+    "MemoryBank",
     "MemoryEntry",
     "MemoryKind",
     "MemstackError",

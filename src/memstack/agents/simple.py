@@ -15,6 +15,7 @@ from memstack.agents.step_executor import (
     DEFAULT_MAX_TOKEN_LIMIT,
     StepExecutor,
 )
+from memstack.bank import MemoryBank
 from memstack.context import ProcessingContext
 from memstack.errors import InvalidInput
 from memstack.providers.base import ChatModel
@@ -55,17 +56,22 @@ class SimpleAgent:
         self.skills_section = skills_section
         self.max_iterations = max_iterations
         self.max_token_limit = max_token_limit
+        self.memory_bank: MemoryBank | None = None
+        """The MemoryBank attached with ``memory(bank)``, if any."""
         self._result: JSON = None
         self._executor: StepExecutor | None = None
 
-    def memory(self, bank: object) -> SimpleAgent:
-        """Attach a MemoryBank: its tools, keyed to this agent's name, join the agent's
-        tools, except where the user already gave a tool of the same name."""
-        tools_of = getattr(bank, "tools", None)
-        if not callable(tools_of):
-            raise InvalidInput("memory() takes a MemoryBank.", field="bank")
+    def memory(self, bank: MemoryBank) -> SimpleAgent:
+        """Attach a MemoryBank (spec 002 ``memory(bank)``): its tools, keyed to this
+        agent's name, join the agent's tools, except where the user already gave a tool of
+        the same name; the bank is kept as ``memory_bank``."""
+        if not isinstance(bank, MemoryBank):
+            raise InvalidInput(
+                f"memory() takes a MemoryBank, not {type(bank).__name__}.", field="bank"
+            )
         names = {t.name for t in self.tools}
-        self.tools.extend(t for t in tools_of(self.name) if t.name not in names)
+        self.tools.extend(t for t in bank.tools(self.name) if t.name not in names)
+        self.memory_bank = bank
         return self
 
     def task(self) -> Task:

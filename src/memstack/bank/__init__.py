@@ -1,0 +1,29 @@
+"""MemoryBank (spec 002): a string per agent, kept between runs, and its three LLM tools.
+
+``MemoryBank()`` lives in process memory; ``MemoryBank(path=...)`` or
+``MemoryBank(store=...)`` keeps it in the record store, so it survives a restart.
+Attach one to an agent with ``agent.memory(bank)``.
+"""
+
+from memstack.bank._backends import BANK_RECORD_KIND
+from memstack.bank._text import MAX_CONTENT_BYTES
+from memstack.bank.bank import DEFAULT_NAMESPACE, MemoryBank
+from memstack.bank.tools import (
+    BANK_TOOL_NAMES,
+    BankReadTool,
+    BankSearchTool,
+    BankWriteTool,
+    bank_tools,
+)
+
+__all__ = [
+    "BANK_RECORD_KIND",
+    "BANK_TOOL_NAMES",
+    "DEFAULT_NAMESPACE",
+    "MAX_CONTENT_BYTES",
+    "BankReadTool",
+    "BankSearchTool",
+    "BankWriteTool",
+    "MemoryBank",
+    "bank_tools",
+]

@@ -1,0 +1,185 @@
+"""The spec's Fibonacci example (spec 002), with a ScriptedProvider playing the model,
+and what attaching a bank to an agent does."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from memstack import ProcessingContext, Tool
+from memstack._json import JSON
+from memstack.agents.simple import SimpleAgent
+from memstack.bank import BankReadTool, MemoryBank
+from memstack.providers import Completion, Message, ScriptedProvider
+
+call = ScriptedProvider.tool_call
+
+FIBONACCI_PROMPT = """You maintain a Fibonacci sequence in memory.
+
+Memory format: "prev|curr" (example: "5|8" means prev=5 curr=8).
+Empty memory means no numbers generated yet.
+
+PROCEDURE -- do this EVERY time, no exceptions:
+1. Call memory_read
+2. Look at the result:
+   - If empty -> new prev=0, new curr=1, answer=1
+   - If "A|B" -> compute next=A+B, new prev=B, new curr=next, answer=next
+3. Call memory_write with content "new_prev|new_curr"
+4. Reply with ONLY the answer number
+
+Worked examples:
+  memory="" -> answer=1, write "0|1"
+  memory="0|1" -> 0+1=1, answer=1, write "1|1"
+  memory="1|1" -> 1+1=2, answer=2, write "1|2"
+  memory="1|2" -> 1+2=3, answer=3, write "2|3"
+  memory="2|3" -> 2+3=5, answer=5, write "3|5"
+
+Rules: exactly one memory_read, exactly one memory_write, then reply with just the number."""
+
+
+def _next(memory: str) -> tuple[int, int, int]:
+    """The spec's step 2: (new prev, new curr, answer)."""
+    if not memory:
+        return 0, 1, 1
+    prev, curr = (int(part) for part in memory.split("|"))
+    return curr, prev + curr, prev + curr
+
+
+def fibonacci_model(messages: Sequence[Message]) -> Completion:
+    """A model that follows the prompt's procedure, from what it has been shown."""
+    assert FIBONACCI_PROMPT in messages[0].content
+    results = {m.name: m.content for m in messages if m.role == "tool"}
+    if "memory_read" not in results:
+        return Completion(tool_calls=(call("memory_read", {}),))
+    prev, curr, answer = _next(results["memory_read"])
+    if "memory_write" not in results:
+        return Completion(tool_calls=(call("memory_write", {"content": f"{prev}|{curr}"}),))
+    assert results["memory_write"] == "ok"
+    return Completion(content=str(answer))
+
+
+def fibonacci_agent(bank: MemoryBank) -> tuple[SimpleAgent, ScriptedProvider]:
+    provider = ScriptedProvider(responder=fibonacci_model)
+    agent = SimpleAgent(
+        name="fibonacci",
+        objective="do it",
+        provider=provider,
+        model="scripted",
+        system_prompt=FIBONACCI_PROMPT,
+        max_iterations=5,
+    ).memory(bank)
+    assert agent.memory_bank is bank
+    return agent, provider
+
+
+async def fib(agent: SimpleAgent) -> int:
+    """One call, as the spec's ``fib("do it")`` with its transformOutput."""
+    async for _ in agent.execute(ProcessingContext()):
+        pass
+    result = agent.get_results()
+    assert isinstance(result, str), result
+    return int(result.strip())
+
+
+async def test_the_sequence_and_the_bank_state_between_calls():
+    bank = MemoryBank()
+    agent, provider = fibonacci_agent(bank)
+    seen = []
+    for _ in range(5):
+        seen.append((await fib(agent), bank.read("fibonacci")))
+    assert seen == [(1, "0|1"), (1, "1|1"), (2, "1|2"), (3, "2|3"), (5, "3|5")]
+    assert len(provider.calls) == 15  # read, write, answer: three turns a call
+    assert bank.entries() == {"fibonacci": "3|5"}
+
+
+async def test_pre_seeding_resumes_from_an_arbitrary_point():
+    bank = MemoryBank()
+    bank.write("fibonacci", "21|34")
+    agent, _ = fibonacci_agent(bank)
+    assert [await fib(agent) for _ in range(3)] == [55, 89, 144]
+    assert bank.read("fibonacci") == "89|144"
+
+
+async def test_the_sequence_survives_reopening_a_durable_bank(tmp_path: Path):
+    path = tmp_path / "bank.db"
+    with MemoryBank(path=path) as bank:
+        agent, _ = fibonacci_agent(bank)
+        assert [await fib(agent) for _ in range(3)] == [1, 1, 2]
+    with MemoryBank(path=path) as bank:
+        assert bank.read("fibonacci") == "1|2"
+        agent, _ = fibonacci_agent(bank)
+        assert [await fib(agent) for _ in range(2)] == [3, 5]
+        assert bank.read("fibonacci") == "3|5"
+
+
+async def test_the_model_is_offered_the_banks_tools_not_working_memorys():
+    bank = MemoryBank(max_lines=10)
+    agent, provider = fibonacci_agent(bank)
+    await fib(agent)
+    offered = {t.name: t for t in provider.calls[0].tools}
+    bank_tools = {t.name: t.to_provider_tool() for t in bank.tools("fibonacci")}
+    for name in ("memory_read", "memory_write", "memory_search"):
+        assert offered[name] == bank_tools[name]
+    assert offered["memory_read"].input_schema == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
+    assert "memory_list" in offered  # working memory's listing tool stays
+    assert "finish_step" in offered
+    assert list(offered).count("memory_read") == 1
+
+
+class CustomRead(Tool):
+    name = "memory_read"
+    description = "A user's own memory_read."
+    input_schema = {"type": "object", "properties": {}}
+
+    async def process(self, context: ProcessingContext, params: Mapping[str, JSON]) -> JSON:
+        return "custom implementation"
+
+
+async def test_a_user_tool_defined_first_is_not_replaced():
+    bank = MemoryBank()
+    custom = CustomRead()
+    provider = ScriptedProvider(
+        [Completion(tool_calls=(call("memory_read", {}),)), Completion(content="done")]
+    )
+    agent = SimpleAgent(
+        name="a", objective="read it", provider=provider, model="scripted", tools=[custom]
+    ).memory(bank)
+    by_name = {t.name: t for t in agent.tools}
+    assert by_name["memory_read"] is custom
+    assert [t.name for t in agent.tools] == ["memory_read", "memory_write", "memory_search"]
+    assert not any(isinstance(t, BankReadTool) for t in agent.tools)
+    async for _ in agent.execute(ProcessingContext()):
+        pass
+    [tool_message] = [m for m in provider.calls[1].messages if m.role == "tool"]
+    assert tool_message.content == "custom implementation"
+
+
+def writer_model(text: str) -> ScriptedProvider:
+    def respond(messages: Sequence[Message]) -> Completion:
+        if not any(m.role == "tool" for m in messages):
+            return Completion(tool_calls=(call("memory_write", {"content": text}),))
+        return Completion(content="written")
+
+    return ScriptedProvider(responder=respond)
+
+
+async def test_agents_sharing_a_bank_are_isolated_by_name():
+    bank = MemoryBank()
+    for name in ("agent-a", "agent-b"):
+        agent = SimpleAgent(
+            name=name,
+            objective="remember",
+            provider=writer_model(f"from-{name[-1]}"),
+            model="scripted",
+        ).memory(bank)
+        async for _ in agent.execute(ProcessingContext()):
+            pass
+        assert agent.get_results() == "written"
+    assert bank.entries() == {"agent-a": "from-a", "agent-b": "from-b"}
+    assert bank.read("agent-a") == "from-a"
+    reader = {t.name: t for t in bank.tools("agent-a")}["memory_read"]
+    assert await reader.process(ProcessingContext(), {}) == "from-a"
