@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 from typing import Final
 
 from memstack._json import JSON, JSONObject
+from memstack.agents.durable import DurableMemory, MemoryStoreBinding
 from memstack.agents.messages import ProcessingMessage
 from memstack.agents.plan import Step, Task
+from memstack.agents.skills import skills_for_run
 from memstack.agents.step_executor import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_MAX_TOKEN_LIMIT,
@@ -18,6 +21,7 @@ from memstack.agents.step_executor import (
 from memstack.bank import MemoryBank
 from memstack.context import ProcessingContext
 from memstack.errors import InvalidInput
+from memstack.longterm.memory import LongTermMemory
 from memstack.providers.base import ChatModel
 from memstack.tools import Tool
 from memstack.working import memory_keys
@@ -40,9 +44,14 @@ class SimpleAgent:
         tools: Sequence[Tool] = (),
         output_schema: JSONObject | None = None,
         system_prompt: str = "",
-        skills_section: str = "",
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         max_token_limit: int = DEFAULT_MAX_TOKEN_LIMIT,
+        skills: Sequence[str] | None = None,
+        skill_dirs: Sequence[Path | str] = (),
+        long_term_memory: LongTermMemory | None = None,
+        auto_persist_memory: bool = False,
+        memory_store: MemoryStoreBinding | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise InvalidInput("name must be a non-empty string.", field="name")
@@ -53,7 +62,12 @@ class SimpleAgent:
         self.tools: list[Tool] = list(tools)
         self.output_schema = output_schema
         self.system_prompt = system_prompt
-        self.skills_section = skills_section
+        self.skills = skills
+        self.skill_dirs = [Path(d) for d in skill_dirs]
+        self.durable = DurableMemory(
+            long_term=long_term_memory, auto_persist=auto_persist_memory, store=memory_store
+        )
+        self.env = env
         self.max_iterations = max_iterations
         self.max_token_limit = max_token_limit
         self.memory_bank: MemoryBank | None = None
@@ -83,15 +97,18 @@ class SimpleAgent:
 
     async def execute(self, context: ProcessingContext) -> AsyncIterator[ProcessingMessage]:
         task = self.task()
+        preamble = await self.durable.preamble(self.objective)
         executor = StepExecutor(
             task=task,
             step=task.steps[0],
             context=context,
             provider=self.provider,
             model=self.model,
-            tools=self.tools,
-            system_prompt=self.system_prompt,
-            skills_section=self.skills_section,
+            tools=[*self.tools, *self.durable.tools()],
+            system_prompt="\n\n".join(p for p in (preamble, self.system_prompt) if p.strip()),
+            skills_section=skills_for_run(
+                self.objective, skills=self.skills, skill_dirs=self.skill_dirs, env=self.env
+            ),
             max_iterations=self.max_iterations,
             max_token_limit=self.max_token_limit,
             use_finish_task=True,
@@ -101,6 +118,8 @@ class SimpleAgent:
         async for message in executor.execute():
             yield message
         self._result = executor.result
+        if executor.error is None:
+            await self.durable.persist(self.objective, self._result)
 
     def _upstream_keys(self, context: ProcessingContext) -> Sequence[str]:
         return ()

@@ -60,6 +60,7 @@ __all__ = [
     "scan_skills",
     "select_skills",
     "skill_search_dirs",
+    "skills_for_run",
     "skills_section",
 ]
 
@@ -419,3 +420,22 @@ def skills_section(
 def _env_names(env: Mapping[str, str]) -> list[str] | None:
     names = [name.strip() for name in env.get(SKILLS_ENV, "").split(",") if name.strip()]
     return names or None
+
+
+def skills_for_run(
+    objective: str,
+    *,
+    skills: Sequence[str] | None,
+    skill_dirs: Sequence[Path],
+    env: Mapping[str, str] | None,
+) -> str:
+    """``skills_section`` for an agent about to run: the process environment, working
+    directory and home unless the agent was given an ``env``."""
+    return skills_section(
+        objective,
+        skills=skills,
+        skill_dirs=skill_dirs,
+        env=os.environ if env is None else env,
+        cwd=Path.cwd(),
+        home=Path.home(),
+    )

@@ -1,0 +1,82 @@
+"""Memory that outlives a run, wired into agents.
+
+- Long-term memory (spec 001): an agent given a ``LongTermMemory`` gets ``ltm_recall`` /
+  ``ltm_remember``; with ``auto_persist_memory`` its objective and final result are mined
+  for memories after the run (off by default, as the spec says).
+- The memory service (spec 004): an agent given a ``MemoryStoreBinding`` gets its
+  ``<memories>`` block (and the operator's ``<knowledge>`` matching the objective) at the
+  top of the system prompt before each execution, and the ``store_memory`` tool bound to
+  its agent id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memstack._json import JSON, dumps
+from memstack.longterm.memory import LongTermMemory
+from memstack.longterm.tools import long_term_memory_tools
+from memstack.longterm.types import RememberOutcome
+from memstack.providers.base import Message
+from memstack.store.knowledge import KnowledgeBase, render_knowledge
+from memstack.store.principal import Principal
+from memstack.store.service import MemoryStore
+from memstack.store.tools import StoreMemoryTool
+from memstack.tools import Tool
+
+__all__ = ["DurableMemory", "MemoryStoreBinding"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryStoreBinding:
+    """Which memories of the service an agent reads and writes: the tenant (principal),
+    its agent id, and the session (workflow run) for session-scoped memories."""
+
+    store: MemoryStore
+    principal: Principal
+    agent_id: str
+    session_id: str | None = None
+    knowledge: KnowledgeBase | None = None
+    budget_chars: int = 8_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class DurableMemory:
+    long_term: LongTermMemory | None = None
+    auto_persist: bool = False
+    store: MemoryStoreBinding | None = None
+
+    def tools(self) -> list[Tool]:
+        tools: list[Tool] = []
+        if self.long_term is not None:
+            tools.extend(long_term_memory_tools(self.long_term))
+        if self.store is not None:
+            s = self.store
+            tools.append(
+                StoreMemoryTool(s.store, s.principal, agent_id=s.agent_id, session_id=s.session_id)
+            )
+        return tools
+
+    async def preamble(self, objective: str) -> str:
+        """The ``<memories>`` (and ``<knowledge>``) blocks for the system prompt; ``""``
+        without a store."""
+        if self.store is None:
+            return ""
+        s = self.store
+        memories = await s.store.render_memories(
+            s.principal, agent_id=s.agent_id, session_id=s.session_id, budget_chars=s.budget_chars
+        )
+        knowledge = ""
+        if s.knowledge is not None:
+            hits = await s.knowledge.search(s.principal, objective, limit=5)
+            knowledge = render_knowledge(hits, budget_chars=max(200, s.budget_chars // 2))
+        return "\n\n".join(b for b in (memories, knowledge) if b)
+
+    async def persist(self, objective: str, result: JSON) -> list[RememberOutcome]:
+        """With ``auto_persist``: mine the objective and the final result for memories."""
+        if self.long_term is None or not self.auto_persist:
+            return []
+        answer = result if isinstance(result, str) else dumps(result)
+        return await self.long_term.remember_conversation(
+            [Message(role="user", content=objective), Message(role="assistant", content=answer)]
+        )
