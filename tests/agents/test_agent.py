@@ -49,7 +49,7 @@ def report(messages: list[Any]) -> Any:
     return finish({"report": f"{len(orms)} ORMs compared: {', '.join(orms)}"})
 
 
-REPORT_SCHEMA = {
+REPORT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"report": {"type": "string"}},
     "required": ["report"],
