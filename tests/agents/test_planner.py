@@ -17,9 +17,9 @@ from memstack.agents.planner import (
     parse_task,
     plan_of,
 )
-from memstack.agents.step_executor import INVALID_JSON_KEY
 from memstack.errors import InvalidInput
 from memstack.providers import Completion, ScriptedProvider, ToolCall
+from memstack.providers.base import INVALID_JSON_KEY
 
 call = ScriptedProvider.tool_call
 OBJECTIVE = "Research Python ORMs and write a comparison report"

@@ -11,51 +11,15 @@ from memstack._json import JSON
 from memstack.agents.simple import SimpleAgent
 from memstack.bank import BankReadTool, MemoryBank
 from memstack.providers import Completion, Message, ScriptedProvider
+from memstack.providers.demos import FIBONACCI_PROMPT, fibonacci
 
 call = ScriptedProvider.tool_call
 
-FIBONACCI_PROMPT = """You maintain a Fibonacci sequence in memory.
-
-Memory format: "prev|curr" (example: "5|8" means prev=5 curr=8).
-Empty memory means no numbers generated yet.
-
-PROCEDURE -- do this EVERY time, no exceptions:
-1. Call memory_read
-2. Look at the result:
-   - If empty -> new prev=0, new curr=1, answer=1
-   - If "A|B" -> compute next=A+B, new prev=B, new curr=next, answer=next
-3. Call memory_write with content "new_prev|new_curr"
-4. Reply with ONLY the answer number
-
-Worked examples:
-  memory="" -> answer=1, write "0|1"
-  memory="0|1" -> 0+1=1, answer=1, write "1|1"
-  memory="1|1" -> 1+1=2, answer=2, write "1|2"
-  memory="1|2" -> 1+2=3, answer=3, write "2|3"
-  memory="2|3" -> 2+3=5, answer=5, write "3|5"
-
-Rules: exactly one memory_read, exactly one memory_write, then reply with just the number."""
-
-
-def _next(memory: str) -> tuple[int, int, int]:
-    """The spec's step 2: (new prev, new curr, answer)."""
-    if not memory:
-        return 0, 1, 1
-    prev, curr = (int(part) for part in memory.split("|"))
-    return curr, prev + curr, prev + curr
-
 
 def fibonacci_model(messages: Sequence[Message]) -> Completion:
-    """A model that follows the prompt's procedure, from what it has been shown."""
+    """scripted:fibonacci, checking it was given the spec's prompt."""
     assert FIBONACCI_PROMPT in messages[0].content
-    results = {m.name: m.content for m in messages if m.role == "tool"}
-    if "memory_read" not in results:
-        return Completion(tool_calls=(call("memory_read", {}),))
-    prev, curr, answer = _next(results["memory_read"])
-    if "memory_write" not in results:
-        return Completion(tool_calls=(call("memory_write", {"content": f"{prev}|{curr}"}),))
-    assert results["memory_write"] == "ok"
-    return Completion(content=str(answer))
+    return fibonacci(messages)
 
 
 def fibonacci_agent(bank: MemoryBank) -> tuple[SimpleAgent, ScriptedProvider]:

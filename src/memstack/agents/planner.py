@@ -26,9 +26,8 @@ from memstack.agents.planner_prompts import (
     build_planning_user_message,
     retry_feedback,
 )
-from memstack.agents.step_executor import INVALID_JSON_KEY
 from memstack.errors import InvalidInput, MemstackError, ToolInputError
-from memstack.providers.base import ChatModel, Completion, Message, ToolCall
+from memstack.providers.base import INVALID_JSON_KEY, ChatModel, Completion, Message, ToolCall
 from memstack.tools import Tool
 from memstack.working import MEMORY_TOOL_NAMES
 

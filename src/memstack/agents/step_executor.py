@@ -30,7 +30,14 @@ from memstack.agents.plan import Step, Task
 from memstack.agents.prompts import CONCLUSION_NOTE, build_system_prompt
 from memstack.context import ProcessingContext
 from memstack.errors import InvalidInput, ToolInputError
-from memstack.providers.base import ChatModel, Message, TextDelta, ToolCall, Usage
+from memstack.providers.base import (
+    INVALID_JSON_KEY,
+    ChatModel,
+    Message,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
 from memstack.tools import Tool
 from memstack.working import memory_keys, memory_tools, with_upstream_hint
 
@@ -39,7 +46,6 @@ __all__ = ["DEFAULT_MAX_ITERATIONS", "DEFAULT_MAX_TOKEN_LIMIT", "StepExecutor", 
 DEFAULT_MAX_ITERATIONS: Final = 5
 DEFAULT_MAX_TOKEN_LIMIT: Final = 128_000
 CONCLUSION_AT: Final = 0.9
-INVALID_JSON_KEY: Final = "__invalid_json__"
 _KEEP_RECENT: Final = 6
 _SUMMARY_CHARS: Final = 300
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Final, Literal, Protocol, runtime_checkable
 
 from memstack._json import JSONObject
 from memstack.tools import ProviderTool
 
 __all__ = [
+    "INVALID_JSON_KEY",
     "ChatModel",
     "Completion",
     "Message",
@@ -28,6 +29,10 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+INVALID_JSON_KEY: Final = "__invalid_json__"
+"""The one key of a tool call's arguments when the model streamed text that is not a JSON
+object (its value is that text); the step executor then tells the model to call again."""
 
 
 @dataclass(frozen=True, kw_only=True)
