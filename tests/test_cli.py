@@ -11,12 +11,24 @@ def test_tools_list_table():
     result = CliRunner().invoke(main, ["tools", "list"])
     assert result.exit_code == 0, result.output
     names = [line.split()[0] for line in result.output.splitlines()]
-    assert names == ["memory_list", "memory_read", "memory_write"]
+    assert names == [
+        "memory_list",
+        "memory_read",
+        "memory_write",
+        "workspace_read",
+        "workspace_write",
+        "workspace_list",
+        "calculator",
+    ]
 
 
 def test_tools_list_json_in_both_provider_shapes():
     openai = json.loads(CliRunner().invoke(main, ["tools", "list", "--json"]).output)
-    assert [t["function"]["name"] for t in openai] == ["memory_list", "memory_read", "memory_write"]
+    assert [t["function"]["name"] for t in openai][:3] == [
+        "memory_list",
+        "memory_read",
+        "memory_write",
+    ]
     assert openai[1]["function"]["parameters"]["required"] == ["keys"]
     anthropic = json.loads(
         CliRunner().invoke(main, ["tools", "list", "--json", "--format", "anthropic"]).output

@@ -11,6 +11,7 @@ from typing import Literal
 import click
 
 from memstack import __version__
+from memstack.agents.commands import agent
 from memstack.bench.commands import bench
 from memstack.server.commands import keys, serve
 from memstack.tools import Tool
@@ -23,6 +24,7 @@ def main() -> None:
     """memstack: the memory layer for LLM agents."""
 
 
+main.add_command(agent)
 main.add_command(bench)
 main.add_command(serve)
 main.add_command(keys)
@@ -34,7 +36,9 @@ def tools() -> None:
 
 
 def _builtin_tools() -> list[Tool]:
-    return memory_tools()
+    from memstack.agents.builtin import builtin_tools
+
+    return [*memory_tools(), *builtin_tools()]
 
 
 @tools.command("list")
