@@ -1,0 +1,72 @@
+"""MultiModeAgent: each mode runs through its executor and leaves its results in memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memstack import InvalidInput, ProcessingContext
+from memstack.agents import MultiModeAgent, Step, Task
+from memstack.providers import Completion, Message
+from tests.agents.scripts import by_instructions, finish, turns
+from tests.agents.team.scripts import finish as finish_turn
+from tests.agents.team.scripts import instructions, last_tool, team_model, use
+
+
+async def drain(agent: MultiModeAgent, context: ProcessingContext) -> list[Any]:
+    return [m async for m in agent.execute(context)]
+
+
+async def test_loop_mode_is_one_tool_loop():
+    provider = by_instructions({"Say hi": turns("hi")})
+    agent = MultiModeAgent(name="a", objective="Say hi", provider=provider, model="m", env={})
+    context = ProcessingContext()
+    await drain(agent, context)
+    assert agent.get_results() == "hi" and context.memory.get_value("task:a") == "hi"
+
+
+async def test_plan_mode_runs_the_plan():
+    task = Task(id="t", title="T", steps=(Step(id="s", instructions="S: go"),))
+    provider = by_instructions({"S:": turns(finish({"n": 1}))})
+    agent = MultiModeAgent(
+        name="a", objective="x", provider=provider, model="m", mode="plan", task=task, env={}
+    )
+    context = ProcessingContext()
+    await drain(agent, context)
+    assert agent.get_results() == {"n": 1} and context.memory.get_value("task:t") == {"n": 1}
+
+
+def lead(messages: list[Message]) -> Completion:
+    if "plan the team's work" in instructions(messages):
+        if last_tool(messages) is None:
+            return use("board_add_task", {"id": "draft", "title": "Draft the answer"})
+        return finish_turn("one task: draft")
+    return finish_turn("nothing for me")
+
+
+def worker(messages: list[Message]) -> Completion:
+    done = last_tool(messages)
+    if done is None:
+        return use("board_claim", {"task_id": "draft"})
+    if done == "board_claim":
+        return use("board_complete", {"task_id": "draft", "result": "42"})
+    return finish_turn("drafted")
+
+
+async def test_multi_agent_mode_runs_the_default_team_over_a_board():
+    provider = team_model({"lead": lead, "worker": worker})
+    agent = MultiModeAgent(
+        name="team", objective="Answer it", provider=provider, model="m", mode="multi-agent"
+    )
+    context = ProcessingContext()
+    await drain(agent, context)
+    assert agent.get_results() == {"draft": "42"}
+    entry = context.memory.get("task:draft")
+    assert entry is not None and entry.value == "42" and entry.title == "Draft the answer"
+
+
+def test_an_unknown_mode_is_refused():
+    with pytest.raises(InvalidInput, match="mode must be one of loop, plan, multi-agent"):
+        mode: Any = "swarm"
+        MultiModeAgent(name="a", objective="x", provider=by_instructions({}), model="m", mode=mode)
