@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from memstack._json import JSON, JSONObject, to_json
@@ -26,13 +25,12 @@ from memstack.providers._common import (
     status_error,
 )
 from memstack.providers.base import (
-    Completion,
     Message,
     StreamEvent,
+    StreamingChatModel,
     TextDelta,
     ToolCall,
     Usage,
-    collect,
 )
 from memstack.tools import ProviderTool
 
@@ -55,7 +53,7 @@ DEFAULT_MAX_TOKENS: Final = 4096
 JSON_ONLY: Final = "Reply with one JSON object and nothing else: no prose, no code fences."
 
 
-class AnthropicProvider:
+class AnthropicProvider(StreamingChatModel):
     """A ChatModel over the Messages API.
 
     ``api_key`` and ``base_url`` default to what the SDK finds (``ANTHROPIC_API_KEY``,
@@ -130,34 +128,9 @@ class AnthropicProvider:
         except anthropic.APIError as exc:
             raise self._translate(exc, model) from exc
 
-    async def generate(
-        self,
-        messages: Sequence[Message],
-        *,
-        model: str,
-        tools: Sequence[ProviderTool] = (),
-        json_output: bool = False,
-        max_tokens: int | None = None,
-    ) -> Completion:
-        events = self.stream(
-            messages, model=model, tools=tools, json_output=json_output, max_tokens=max_tokens
-        )
-        return await collect(events, model=model)
-
     async def aclose(self) -> None:
         """Close the SDK client and its HTTP client."""
         await self._client.close()
-
-    async def __aenter__(self) -> AnthropicProvider:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _translate(self, exc: anthropic.APIError, model: str) -> ProviderError:
         import anthropic

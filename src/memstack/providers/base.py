@@ -8,9 +8,11 @@ complete, and one ``Usage`` at the end; ``generate`` is the same call collected.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol, runtime_checkable
+from types import TracebackType
+from typing import Final, Literal, Protocol, Self, runtime_checkable
 
 from memstack._json import JSONObject
 from memstack.tools import ProviderTool
@@ -22,6 +24,7 @@ __all__ = [
     "Message",
     "Role",
     "StreamEvent",
+    "StreamingChatModel",
     "TextDelta",
     "ToolCall",
     "Usage",
@@ -105,6 +108,50 @@ class ChatModel(Protocol):
         """The model's whole turn (``stream`` collected). ``json_output`` asks for a JSON
         object as the whole reply."""
         ...
+
+
+class StreamingChatModel(ABC):
+    """A ChatModel written as ``stream`` alone: ``generate`` collects it, and the model
+    works as an async context manager that ``aclose``s what it holds."""
+
+    @abstractmethod
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str,
+        tools: Sequence[ProviderTool] = (),
+        json_output: bool = False,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[StreamEvent]: ...
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str,
+        tools: Sequence[ProviderTool] = (),
+        json_output: bool = False,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        events = self.stream(
+            messages, model=model, tools=tools, json_output=json_output, max_tokens=max_tokens
+        )
+        return await collect(events, model=model)
+
+    async def aclose(self) -> None:  # noqa: B027 (optional hook: most models hold nothing)
+        """Release clients the model holds; nothing by default."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
 
 async def collect(events: AsyncIterator[StreamEvent], *, model: str | None = None) -> Completion:

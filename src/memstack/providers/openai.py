@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
 from memstack._json import JSONObject, dumps
@@ -26,13 +25,12 @@ from memstack.providers._common import (
     status_error,
 )
 from memstack.providers.base import (
-    Completion,
     Message,
     StreamEvent,
+    StreamingChatModel,
     TextDelta,
     ToolCall,
     Usage,
-    collect,
 )
 from memstack.tools import ProviderTool
 
@@ -46,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["OpenAIProvider", "openai_messages"]
 
 
-class OpenAIProvider:
+class OpenAIProvider(StreamingChatModel):
     """A ChatModel over the Chat Completions API.
 
     ``api_key`` and ``base_url`` default to what the SDK finds (``OPENAI_API_KEY``,
@@ -113,34 +111,9 @@ class OpenAIProvider:
         except openai.APIError as exc:
             raise self._translate(exc, model) from exc
 
-    async def generate(
-        self,
-        messages: Sequence[Message],
-        *,
-        model: str,
-        tools: Sequence[ProviderTool] = (),
-        json_output: bool = False,
-        max_tokens: int | None = None,
-    ) -> Completion:
-        events = self.stream(
-            messages, model=model, tools=tools, json_output=json_output, max_tokens=max_tokens
-        )
-        return await collect(events, model=model)
-
     async def aclose(self) -> None:
         """Close the SDK client and its HTTP client."""
         await self._client.close()
-
-    async def __aenter__(self) -> OpenAIProvider:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _options(
         self, tools: Sequence[ProviderTool], json_output: bool, max_tokens: int | None

@@ -13,9 +13,9 @@ from memstack.providers.base import (
     Completion,
     Message,
     StreamEvent,
+    StreamingChatModel,
     TextDelta,
     ToolCall,
-    collect,
 )
 from memstack.tools import ProviderTool
 
@@ -39,7 +39,7 @@ class ScriptedCall:
         return [t.name for t in self.tools]
 
 
-class ScriptedProvider:
+class ScriptedProvider(StreamingChatModel):
     """Answers each call with the next scripted reply, or with ``responder(messages)``.
 
     A reply is a ``Completion`` (text and/or tool calls), one ``ToolCall``, or plain
@@ -73,20 +73,6 @@ class ScriptedProvider:
         for call in reply.tool_calls:
             yield call
         yield reply.usage
-
-    async def generate(
-        self,
-        messages: Sequence[Message],
-        *,
-        model: str,
-        tools: Sequence[ProviderTool] = (),
-        json_output: bool = False,
-        max_tokens: int | None = None,
-    ) -> Completion:
-        events = self.stream(
-            messages, model=model, tools=tools, json_output=json_output, max_tokens=max_tokens
-        )
-        return await collect(events, model=model)
 
     def _next(
         self,
