@@ -11,6 +11,7 @@ from collections import deque
 from typing import Final
 
 from memstack.errors import InvalidInput
+from memstack.storage._validate import check_text
 
 __all__ = [
     "MAX_CONTENT_BYTES",
@@ -30,22 +31,6 @@ MAX_KEY_BYTES: Final = 1024
 """Longest key (agent name), in UTF-8 bytes; the record store's id limit."""
 
 _LINE_BREAK: Final = re.compile(r"\r\n|\r|\n")
-
-
-def check_text(value: object, field: str) -> str:
-    """A string every backend can store: UTF-8 encodable, without NUL characters."""
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be a string; got {type(value).__name__}.", field=field)
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(
-            f"{field} is not valid Unicode (a lone surrogate?); pass UTF-8 encodable text.",
-            field=field,
-        ) from exc
-    if "\x00" in value:
-        raise InvalidInput(f"{field} contains a NUL character; remove it.", field=field)
-    return value
 
 
 def check_key(value: object, field: str) -> str:
