@@ -9,7 +9,7 @@ from pathlib import Path
 from memstack import ProcessingContext, Tool
 from memstack._json import JSON
 from memstack.agents.simple import SimpleAgent
-from memstack.bank import BankReadTool, MemoryBank
+from memstack.bank import BANK_PROMPT, BankReadTool, MemoryBank
 from memstack.providers import Completion, Message, ScriptedProvider
 from memstack.providers.demos import FIBONACCI_PROMPT, fibonacci
 
@@ -92,6 +92,9 @@ async def test_the_model_is_offered_the_banks_tools_not_working_memorys():
     assert "memory_list" in offered  # working memory's listing tool stays
     assert "finish_step" in offered
     assert list(offered).count("memory_read") == 1
+    # the prompt says which memory_read / memory_write the model has
+    system = provider.calls[0].messages[0].content
+    assert BANK_PROMPT in system and system.index(BANK_PROMPT) < system.index("## Memory Tools")
 
 
 class CustomRead(Tool):

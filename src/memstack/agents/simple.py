@@ -18,7 +18,7 @@ from memstack.agents.step_executor import (
     DEFAULT_MAX_TOKEN_LIMIT,
     StepExecutor,
 )
-from memstack.bank import MemoryBank
+from memstack.bank import BANK_PROMPT, BankReadTool, BankWriteTool, MemoryBank
 from memstack.context import ProcessingContext
 from memstack.errors import InvalidInput
 from memstack.longterm.memory import LongTermMemory
@@ -105,7 +105,7 @@ class SimpleAgent:
             provider=self.provider,
             model=self.model,
             tools=[*self.tools, *self.durable.tools()],
-            system_prompt="\n\n".join(p for p in (preamble, self.system_prompt) if p.strip()),
+            system_prompt="\n\n".join(p for p in self._preambles(preamble) if p.strip()),
             skills_section=skills_for_run(
                 self.objective, skills=self.skills, skill_dirs=self.skill_dirs, env=self.env
             ),
@@ -123,6 +123,13 @@ class SimpleAgent:
 
     def _upstream_keys(self, context: ProcessingContext) -> Sequence[str]:
         return ()
+
+    def _preambles(self, memories: str) -> list[str]:
+        """Before the default prompt: the service's memories, the caller's prompt, and
+        the bank note when a bank's tools shadow working memory's."""
+        kinds = {type(t) for t in self.tools}
+        banked = BankReadTool in kinds and BankWriteTool in kinds
+        return [memories, self.system_prompt, BANK_PROMPT if banked else ""]
 
     def get_results(self) -> JSON:
         """The step's result (``{"error": ...}`` when it did not finish)."""

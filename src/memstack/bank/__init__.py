@@ -9,6 +9,7 @@ from memstack.bank._backends import BANK_RECORD_KIND
 from memstack.bank._text import MAX_CONTENT_BYTES
 from memstack.bank.bank import DEFAULT_NAMESPACE, MemoryBank
 from memstack.bank.tools import (
+    BANK_PROMPT,
     BANK_TOOL_NAMES,
     BankReadTool,
     BankSearchTool,
@@ -17,6 +18,7 @@ from memstack.bank.tools import (
 )
 
 __all__ = [
+    "BANK_PROMPT",
     "BANK_RECORD_KIND",
     "BANK_TOOL_NAMES",
     "DEFAULT_NAMESPACE",

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from memstack.context import ProcessingContext
 
 __all__ = [
+    "BANK_PROMPT",
     "BANK_TOOL_NAMES",
     "BankReadTool",
     "BankSearchTool",
@@ -30,6 +31,17 @@ __all__ = [
 ]
 
 BANK_TOOL_NAMES: Final = ("memory_read", "memory_write", "memory_search")
+
+BANK_PROMPT: Final = """\
+## Agent Memory (persistent)
+- In this agent, `memory_read()`, `memory_write(content)` and `memory_search(query)` are
+  your persistent memory, kept under your name between runs: `memory_read` takes no
+  arguments and returns the whole text, `memory_write` replaces all of it (read, modify,
+  write back), `memory_search` returns the lines containing the query.
+- They take the place of the working-memory tools of the same names described below;
+  `memory_list` still lists this run's working memory."""
+"""Added to an agent's system prompt when a bank's tools are attached (spec 002 tools
+shadow spec 000's ``memory_read`` / ``memory_write`` of the same names)."""
 
 
 class _BankTool(Tool):
