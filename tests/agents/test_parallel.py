@@ -170,3 +170,31 @@ async def test_concurrency_limit_of_one_runs_tasks_one_at_a_time():
     by_task = updates(await drain(ex))
     assert order == ["p", "q", "r"]
     assert all(u[-1].status == "completed" for u in by_task.values())
+
+
+async def test_memory_writes_follow_the_propagation_flow():
+    """Spec 000 "Propagation Flow": inputs first, then per task its step result, its task
+    result (from the finish step), and only then the downstream task's writes."""
+    context = ProcessingContext()
+    writes: list[tuple[str, str]] = []
+    context.memory.subscribe(lambda entry: writes.append((entry.key, entry.kind)))
+    provider = by_instructions(
+        {
+            "RESEARCH:": turns(finish(["alpha"])),
+            "REPORT:": turns(
+                call("memory_write", {"key": "draft", "value": "v1"}),
+                "final",
+            ),
+        }
+    )
+    await drain(executor(two_task_plan(), provider, context, inputs={"topic": "ORMs"}))
+    assert writes == [
+        ("input:topic", "input"),
+        ("step:search", "step_result"),
+        ("task:research", "task_result"),
+        ("shared:draft", "shared"),
+        ("step:write", "step_result"),
+        ("task:report", "task_result"),
+    ]
+    shared = context.memory.get("shared:draft")
+    assert shared is not None and shared.source == "write"  # the writer is the step
