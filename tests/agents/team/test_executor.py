@@ -18,7 +18,7 @@ from memstack.agents.team import (
     TeamExecutor,
     TeamMember,
 )
-from memstack.errors import InvalidInput
+from memstack.errors import InvalidInput, ProviderError
 from memstack.providers import Completion, Message, ScriptedProvider
 from memstack.working import MEMORY_TOOL_NAMES
 
@@ -213,7 +213,7 @@ async def test_a_crashing_member_is_reported_and_does_not_hang_the_others():
     board = TaskBoard()
 
     def crash(messages: list[Message]) -> Completion:
-        raise RuntimeError("model on fire")
+        raise ProviderError("model on fire", provider="scripted", status=500)
 
     team = TeamExecutor(
         objective="Report on the topic.",
@@ -228,13 +228,28 @@ async def test_a_crashing_member_is_reported_and_does_not_hang_the_others():
     messages = await asyncio.wait_for(drain(team, context), timeout=10)
     crashed = [m for m in messages if isinstance(m, StepResult) and m.error]
     assert [m.step_id for m in crashed] == ["writer_r1", "writer_r2", "writer_r3"]
-    assert all("RuntimeError: model on fire" in (m.error or "") for m in crashed)
+    assert all("ProviderError: model on fire" in (m.error or "") for m in crashed)
     stored = context.memory.get_value("step:writer_r1")
     assert isinstance(stored, dict) and "model on fire" in str(stored["error"])
     assert context.memory.get_value("task:research") == FINDINGS  # the researcher finished
     (failure,) = [m for m in messages if isinstance(m, TaskUpdate) and m.status == "failed"]
     assert failure.task_id == "report" and "max_rounds=3" in (failure.error or "")
     assert team.get_results() == {"research": FINDINGS}
+
+
+async def test_a_bug_in_our_code_propagates_instead_of_being_reported():
+    def bug(messages: list[Message]) -> Completion:
+        raise ZeroDivisionError("a bug")
+
+    team = TeamExecutor(
+        objective="Report on the topic.",
+        members=[RESEARCHER],
+        provider=team_model({"researcher": bug}),
+        model="m",
+        tasks=RESEARCH_THEN_REPORT,
+    )
+    with pytest.raises(ZeroDivisionError):
+        await asyncio.wait_for(drain(team, ProcessingContext()), timeout=10)
 
 
 async def test_max_rounds_bounds_a_team_that_never_finishes():

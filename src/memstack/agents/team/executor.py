@@ -45,7 +45,7 @@ from memstack.agents.team.prompts import (
 )
 from memstack.agents.team.tools import team_tools
 from memstack.context import ProcessingContext
-from memstack.errors import InvalidInput
+from memstack.errors import InvalidInput, MemstackError
 from memstack.providers.base import ChatModel
 from memstack.tools import Tool
 from memstack.working import AgentMemory, memory_keys, memory_tools
@@ -146,7 +146,8 @@ class TeamExecutor:
         self, context: ProcessingContext, turns: Sequence[Turn]
     ) -> AsyncGenerator[ProcessingMessage, None]:
         """The turns' messages as they come, with the board's updates; a turn that
-        raises is reported, and closing early cancels the turns still running."""
+        fails (a provider error, a setup error) is reported, a bug propagates, and
+        closing early cancels the turns still running."""
         pool: StreamPool[str, ProcessingMessage] = StreamPool()
         for key, turn in turns:
             pool.start(key, turn)
@@ -155,6 +156,8 @@ class TeamExecutor:
                 if not isinstance(event, Finished):
                     yield event
                 elif event.error is not None:
+                    if not isinstance(event.error, MemstackError):
+                        raise event.error  # a bug of ours: propagate, never report it
                     yield _report_crash(context.memory, event.key, event.error)
                 for update in self._drain():
                     yield update
