@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn
 
 from memstack._json import JSONObject
 from memstack.errors import ConfigError, ProviderError
@@ -20,6 +20,7 @@ __all__ = [
     "missing_sdk",
     "parse_arguments",
     "status_error",
+    "translate_error",
 ]
 
 DEFAULT_MAX_RETRIES: Final = 2
@@ -105,6 +106,17 @@ def connection_error(where: Endpoint, *, timed_out: bool) -> ProviderError:
             "the network, and that the server is running."
         )
     return ProviderError(text, provider=where.provider)
+
+
+def translate_error(sdk: Any, exc: Any, where: Endpoint, model: str) -> ProviderError:
+    """A ProviderError for an ``APIError`` of the ``openai`` or ``anthropic`` SDK (``sdk``
+    is the module: both SDKs name their error classes alike)."""
+    if isinstance(exc, sdk.APIStatusError) and exc.status_code >= 400:
+        detail = error_detail(exc.body, exc.message)
+        return status_error(where, status=exc.status_code, detail=detail, model=model)
+    if isinstance(exc, sdk.APIConnectionError):
+        return connection_error(where, timed_out=isinstance(exc, sdk.APITimeoutError))
+    return broken_stream(where, error_detail(exc.body, exc.message))
 
 
 def broken_stream(where: Endpoint, detail: str) -> ProviderError:

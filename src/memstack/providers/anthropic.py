@@ -13,16 +13,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from memstack._json import JSON, JSONObject, to_json
-from memstack.errors import ConfigError, InvalidInput, ProviderError
+from memstack.errors import ConfigError, InvalidInput
 from memstack.providers._common import (
     DEFAULT_MAX_RETRIES,
     Endpoint,
-    broken_stream,
-    connection_error,
-    error_detail,
     missing_sdk,
     parse_arguments,
-    status_error,
+    translate_error,
 )
 from memstack.providers.base import (
     Message,
@@ -35,7 +32,6 @@ from memstack.providers.base import (
 from memstack.tools import ProviderTool
 
 if TYPE_CHECKING:
-    import anthropic
     import httpx2
     from anthropic import AsyncStream
     from anthropic.types import (
@@ -126,22 +122,11 @@ class AnthropicProvider(StreamingChatModel):
                 async for event in _Turn().events(events):
                     yield event
         except anthropic.APIError as exc:
-            raise self._translate(exc, model) from exc
+            raise translate_error(anthropic, exc, self._endpoint, model) from exc
 
     async def aclose(self) -> None:
         """Close the SDK client and its HTTP client."""
         await self._client.close()
-
-    def _translate(self, exc: anthropic.APIError, model: str) -> ProviderError:
-        import anthropic
-
-        if isinstance(exc, anthropic.APIStatusError) and exc.status_code >= 400:
-            detail = error_detail(exc.body, exc.message)
-            return status_error(self._endpoint, status=exc.status_code, detail=detail, model=model)
-        if isinstance(exc, anthropic.APIConnectionError):
-            timed_out = isinstance(exc, anthropic.APITimeoutError)
-            return connection_error(self._endpoint, timed_out=timed_out)
-        return broken_stream(self._endpoint, error_detail(exc.body, exc.message))
 
 
 # -- messages out ----------------------------------------------------------------------

@@ -13,16 +13,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from memstack._json import JSONObject, dumps
-from memstack.errors import ConfigError, InvalidInput, ProviderError
+from memstack.errors import ConfigError, InvalidInput
 from memstack.providers._common import (
     DEFAULT_MAX_RETRIES,
     Endpoint,
-    broken_stream,
-    connection_error,
-    error_detail,
     missing_sdk,
     parse_arguments,
-    status_error,
+    translate_error,
 )
 from memstack.providers.base import (
     Message,
@@ -36,7 +33,6 @@ from memstack.tools import ProviderTool
 
 if TYPE_CHECKING:
     import httpx2
-    import openai
     from openai import AsyncStream
     from openai.types.chat import ChatCompletionChunk
     from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
@@ -109,7 +105,7 @@ class OpenAIProvider(StreamingChatModel):
                 async for event in _events(chunks):
                     yield event
         except openai.APIError as exc:
-            raise self._translate(exc, model) from exc
+            raise translate_error(openai, exc, self._endpoint, model) from exc
 
     async def aclose(self) -> None:
         """Close the SDK client and its HTTP client."""
@@ -129,17 +125,6 @@ class OpenAIProvider(StreamingChatModel):
             limit = "max_completion_tokens" if self.provider_name == "openai" else "max_tokens"
             options[limit] = max_tokens
         return options
-
-    def _translate(self, exc: openai.APIError, model: str) -> ProviderError:
-        import openai
-
-        if isinstance(exc, openai.APIStatusError) and exc.status_code >= 400:
-            detail = error_detail(exc.body, exc.message)
-            return status_error(self._endpoint, status=exc.status_code, detail=detail, model=model)
-        if isinstance(exc, openai.APIConnectionError):
-            timed_out = isinstance(exc, openai.APITimeoutError)
-            return connection_error(self._endpoint, timed_out=timed_out)
-        return broken_stream(self._endpoint, error_detail(exc.body, exc.message))
 
 
 # -- messages out ----------------------------------------------------------------------
