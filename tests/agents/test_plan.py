@@ -30,6 +30,8 @@ def t(id: str, *steps: Step, deps: tuple[str, ...] = ()) -> Task:
         (lambda: t("x"), "needs at least one step"),
         (lambda: s("a", mode="sideways"), "mode must be one of discover, process, aggregate"),
         (lambda: s("a", per_item_instructions="{item}"), "only apply to a process step"),
+        (lambda: s("a", output_schema={"type": "banana"}), "not a valid JSON Schema"),
+        (lambda: s("a", output_schema=["object"]), "must be a JSON Schema object"),
         (lambda: Step(id="", instructions="x"), "non-empty string id"),
         (lambda: Step(id="a", instructions="  "), "needs instructions"),
         (lambda: Step(id="a", instructions="x", depends_on="b"), "must be a list of ids"),  # type: ignore[arg-type]

@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from jsonschema import exceptions as js_exceptions
+from jsonschema import validators as js_validators
+
 from memstack._json import JSONObject
 from memstack.agents.dag import check_dag, topological_order
 from memstack.errors import InvalidInput
@@ -34,6 +37,21 @@ def _names(value: object, field_name: str, owner: str) -> tuple[str, ...]:
 def _require_id(value: object, kind: str) -> None:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"a {kind} needs a non-empty string id.", field="id")
+
+
+def _check_schema(schema: object, owner: str) -> None:
+    """``output_schema`` must be a JSON Schema object, so ``finish_step`` can use it."""
+    if not isinstance(schema, dict):
+        raise InvalidInput(
+            f"{owner}: output_schema must be a JSON Schema object.", field="output_schema"
+        )
+    try:
+        js_validators.validator_for(schema).check_schema(schema)
+    except js_exceptions.SchemaError as exc:
+        raise InvalidInput(
+            f"{owner}: output_schema is not a valid JSON Schema: {exc.message}.",
+            field="output_schema",
+        ) from exc
 
 
 def _check_sink(kind: str, last: str, deps: dict[str, tuple[str, ...]], owner: str) -> None:
@@ -71,10 +89,8 @@ class Step:
         object.__setattr__(self, "depends_on", _names(self.depends_on, "depends_on", owner))
         if self.tools is not None:
             object.__setattr__(self, "tools", _names(self.tools, "tools", owner))
-        if self.output_schema is not None and not isinstance(self.output_schema, dict):
-            raise InvalidInput(
-                f"{owner}: output_schema must be a JSON object.", field="output_schema"
-            )
+        if self.output_schema is not None:
+            _check_schema(self.output_schema, owner)
         if self.per_item_instructions is not None and self.mode != "process":
             raise InvalidInput(
                 f"{owner}: per_item_instructions only apply to a process step; set "

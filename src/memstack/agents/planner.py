@@ -15,9 +15,6 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, cast
 
-from jsonschema import exceptions as js_exceptions
-from jsonschema import validators as js_validators
-
 from memstack._json import JSON, JSONObject
 from memstack.agents.finish_step import FINISH_STEP
 from memstack.agents.plan import Step, StepMode, Task, TaskPlan
@@ -215,7 +212,7 @@ def _parse_step(raw: JSONObject, allowed: Sequence[str] | None) -> Step:
 
 
 def _output_schema(step_id: str, value: JSON) -> JSONObject | None:
-    """``output_schema`` as a JSON Schema object: JSON text is parsed, then checked."""
+    """``output_schema`` given as JSON text is parsed; ``Step`` checks the schema."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, str):
@@ -227,19 +224,7 @@ def _output_schema(step_id: str, value: JSON) -> JSONObject | None:
                 f"{exc.lineno}, column {exc.colno}); give a JSON Schema object.",
                 field="output_schema",
             ) from exc
-    if not isinstance(value, dict):
-        raise InvalidInput(
-            f"step {step_id!r}: output_schema must be a JSON Schema object.",
-            field="output_schema",
-        )
-    try:
-        js_validators.validator_for(value).check_schema(value)
-    except js_exceptions.SchemaError as exc:
-        raise InvalidInput(
-            f"step {step_id!r}: output_schema is not a valid JSON Schema: {exc.message}.",
-            field="output_schema",
-        ) from exc
-    return value
+    return cast(JSONObject, value)  # Step refuses anything but a valid schema object
 
 
 def parse_plan(
