@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 
 from memstack.errors import InvalidInput
 
-__all__ = ["check_dag", "find_cycle", "topological_order"]
+__all__ = ["check_dag", "find_cycle", "next_moves", "topological_order"]
 
 
 def check_dag(kind: str, ids: Sequence[str], deps: Mapping[str, Sequence[str]], field: str) -> None:
@@ -76,3 +76,32 @@ def topological_order(ids: Sequence[str], deps: Mapping[str, Sequence[str]]) -> 
         if not progressed:
             raise InvalidInput("the dependency graph has a cycle.", field="depends_on")
     return order
+
+
+def next_moves(
+    order: Sequence[str],
+    deps: Mapping[str, Sequence[str]],
+    *,
+    started: Set[str],
+    completed: Set[str],
+    failed: Set[str],
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """What a DAG executor does next: the nodes not yet started whose dependencies all
+    completed, and the nodes to skip, each with a dependency that did not complete.
+
+    ``order`` must be topological, so a skip cascades to its dependents in one pass.
+    """
+    start: list[str] = []
+    skip: list[tuple[str, str]] = []
+    blocked = set(failed)
+    for node in order:
+        if node in started:
+            continue
+        needs = deps.get(node, ())
+        cause = next((d for d in needs if d in blocked), None)
+        if cause is not None:
+            skip.append((node, cause))
+            blocked.add(node)
+        elif all(d in completed for d in needs):
+            start.append(node)
+    return start, skip

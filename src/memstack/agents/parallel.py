@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Final
 
 from memstack._json import JSON, to_json
-from memstack.agents.dag import topological_order
+from memstack.agents.dag import next_moves, topological_order
 from memstack.agents.messages import ProcessingMessage, TaskStatus, TaskUpdate
 from memstack.agents.plan import Task, TaskPlan
 from memstack.agents.runner import StepRunner
@@ -45,6 +45,8 @@ class ParallelTaskExecutor:
         self.plan, self.context, self.runner = plan, context, runner
         self.inputs = {k: to_json(v, field=f"inputs[{k!r}]") for k, v in (inputs or {}).items()}
         self._gate = asyncio.Semaphore(max_concurrent_tasks)
+        self._deps = {task.id: task.depends_on for task in plan.tasks}
+        self._order = topological_order([task.id for task in plan.tasks], self._deps)
         self.completed: set[str] = set()
         self.failed: dict[str, str] = {}
 
@@ -85,22 +87,20 @@ class ParallelTaskExecutor:
     def _start_ready(
         self, pool: StreamPool[str, ProcessingMessage], started: set[str]
     ) -> Iterator[ProcessingMessage]:
-        for task in self._ordered():
-            if task.id in started:
-                continue
-            failed = [d for d in task.depends_on if d in self.failed]
-            if failed:
-                started.add(task.id)
-                yield self._fail(task, f"skipped: task {failed[0]!r} did not complete", "skipped")
-            elif all(d in self.completed for d in task.depends_on):
-                started.add(task.id)
-                pool.start(task.id, functools.partial(self._run_task, task))
-
-    def _ordered(self) -> list[Task]:
-        ids = topological_order(
-            [t.id for t in self.plan.tasks], {t.id: t.depends_on for t in self.plan.tasks}
+        start, skip = next_moves(
+            self._order,
+            self._deps,
+            started=started,
+            completed=self.completed,
+            failed=self.failed.keys(),
         )
-        return [self.plan.task(i) for i in ids]
+        for task_id, cause in skip:
+            started.add(task_id)
+            error = f"skipped: task {cause!r} did not complete"
+            yield self._fail(self.plan.task(task_id), error, "skipped")
+        for task_id in start:
+            started.add(task_id)
+            pool.start(task_id, functools.partial(self._run_task, self.plan.task(task_id)))
 
     async def _run_task(self, task: Task) -> AsyncIterator[ProcessingMessage]:
         async with self._gate:

@@ -15,6 +15,7 @@ import functools
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 
 from memstack._json import JSON, to_json
+from memstack.agents.dag import next_moves
 from memstack.agents.fan_out import DEFAULT_FAN_OUT_CONCURRENCY, DEFAULT_MAX_ITEMS, run_process_step
 from memstack.agents.messages import ProcessingMessage, StepResult
 from memstack.agents.plan import Step, Task
@@ -50,6 +51,8 @@ class TaskExecutor:
         self.task, self.context, self.runner = task, context, runner
         self.inputs = {k: to_json(v, field=f"inputs[{k!r}]") for k, v in (inputs or {}).items()}
         self.upstream_memory_keys = tuple(upstream_memory_keys)
+        self._order = [step.id for step in task.ordered_steps()]
+        self._deps = {step.id: step.depends_on for step in task.steps}
         self.final_step_id = task.step(final_step_id).id if final_step_id else task.last_step.id
         self.reasoning_final = reasoning_final
         self.max_fan_out = max_fan_out
@@ -94,17 +97,20 @@ class TaskExecutor:
         self, pool: StreamPool[str, ProcessingMessage], started: set[str]
     ) -> Iterator[StepResult]:
         """Start every step whose dependencies completed; skip (and report) every step
-        that depends on one that did not. Topological order lets skips cascade in one pass."""
-        for step in self.task.ordered_steps():
-            if step.id in started:
-                continue
-            failed = [d for d in step.depends_on if d in self.failed]
-            if failed:
-                started.add(step.id)
-                yield self._fail(step, f"skipped: step {failed[0]!r} did not complete")
-            elif all(d in self.completed for d in step.depends_on):
-                started.add(step.id)
-                pool.start(step.id, functools.partial(self._run_step, step))
+        that depends on one that did not."""
+        start, skip = next_moves(
+            self._order,
+            self._deps,
+            started=started,
+            completed=self.completed.keys(),
+            failed=self.failed.keys(),
+        )
+        for step_id, cause in skip:
+            started.add(step_id)
+            yield self._fail(self.task.step(step_id), f"skipped: step {cause!r} did not complete")
+        for step_id in start:
+            started.add(step_id)
+            pool.start(step_id, functools.partial(self._run_step, self.task.step(step_id)))
 
     def _finished(
         self,
