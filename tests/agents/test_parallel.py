@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
 from typing import Any
 
-from memstack import ProcessingContext
+import pytest
+
+from memstack import ProcessingContext, Tool
+from memstack._json import JSON
 from memstack.agents.messages import StepResult, TaskUpdate
 from memstack.agents.parallel import ParallelTaskExecutor
 from memstack.agents.plan import Step, Task, TaskPlan
@@ -141,34 +146,50 @@ async def test_independent_tasks_run_concurrently():
         ),
     )
     both = turns(call("rendezvous", {}), "met")
-    ex = executor(
-        plan, by_instructions({"X:": both, "Y:": both}), ProcessingContext(), tools=[meet]
-    )
+    provider = by_instructions({"X:": both, "Y:": both})
+    ex = executor(plan, provider, ProcessingContext(), tools=[meet])
     await drain(ex)
     assert ex.get_task_result("x") == "met" and ex.get_task_result("y") == "met"
+    # each task reached the rendezvous while the other was there (run one after the
+    # other, the first would time out and get an error back)
+    met = [r for c in provider.calls for r in tool_results(c.messages, "rendezvous")]
+    assert met == [{"met": 2}, {"met": 2}]
 
 
-async def test_concurrency_limit_of_one_runs_tasks_one_at_a_time():
-    order: list[str] = []
+class Probe(Tool):
+    """Counts how many callers are inside it at once."""
 
-    def note(name: str) -> Any:
-        def rule(messages: list[Any]) -> str:
-            order.append(name)
-            return name
+    name = "probe"
+    description = "Hold on a moment."
+    input_schema = {"type": "object", "properties": {}, "additionalProperties": False}
 
-        return rule
+    def __init__(self) -> None:
+        self.inside = 0
+        self.peak = 0
 
+    async def process(self, context: ProcessingContext, params: Mapping[str, JSON]) -> JSON:
+        self.inside += 1
+        self.peak = max(self.peak, self.inside)
+        await asyncio.sleep(0.02)
+        self.inside -= 1
+        return "ok"
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+async def test_max_concurrent_tasks_bounds_how_many_tasks_run_at_once(limit: int):
+    probe = Probe()
     plan = TaskPlan(
         title="P",
         tasks=tuple(
             Task(id=n, title=n, steps=(Step(id=f"{n}1", instructions=f"{n.upper()}: go"),))
-            for n in ("p", "q", "r")
+            for n in ("p", "q", "r", "s")
         ),
     )
-    provider = by_instructions({"P:": note("p"), "Q:": note("q"), "R:": note("r")})
-    ex = executor(plan, provider, ProcessingContext(), max_concurrent_tasks=1)
+    work = turns(call("probe", {}), "done")
+    provider = by_instructions({"P:": work, "Q:": work, "R:": work, "S:": work})
+    ex = executor(plan, provider, ProcessingContext(), tools=[probe], max_concurrent_tasks=limit)
     by_task = updates(await drain(ex))
-    assert order == ["p", "q", "r"]
+    assert probe.peak == limit
     assert all(u[-1].status == "completed" for u in by_task.values())
 
 
