@@ -21,6 +21,7 @@ from memstack.agents.team import (
 from memstack.errors import InvalidInput, ProviderError
 from memstack.providers import Completion, Message, ScriptedProvider
 from memstack.working import MEMORY_TOOL_NAMES
+from tests.agents.scripts import Rendezvous
 
 from .scripts import Rule, calls_of, finish, instructions, last_result, last_tool, team_model, use
 
@@ -311,25 +312,6 @@ async def test_only_members_with_work_take_a_turn_and_messages_wake_a_member():
     text = instructions(round_two[0].messages)
     assert "Tasks you claimed and have not finished:\n- research" in text
     assert "You have 1 unread message(s)" in text
-
-
-class Rendezvous(Tool):
-    """Returns only once ``parties`` calls wait at once: proves the members overlap."""
-
-    name = "rendezvous"
-    description = "Wait for the others."
-    input_schema = {"type": "object", "properties": {}, "additionalProperties": False}
-
-    def __init__(self, parties: int) -> None:
-        self.parties, self.arrived = parties, 0
-        self.all_here = asyncio.Event()
-
-    async def process(self, context: ProcessingContext, params: Mapping[str, JSON]) -> JSON:
-        self.arrived += 1
-        if self.arrived >= self.parties:
-            self.all_here.set()
-        await asyncio.wait_for(self.all_here.wait(), timeout=5)
-        return {"met": self.parties}
 
 
 class EchoTool(Tool):
