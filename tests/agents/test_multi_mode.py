@@ -7,11 +7,16 @@ from typing import Any
 import pytest
 
 from memstack import InvalidInput, ProcessingContext
-from memstack.agents import MultiModeAgent, Step, Task
+from memstack.agents import MemoryStoreBinding, MultiModeAgent, Step, Task
+from memstack.embeddings import HashEmbedder
 from memstack.providers import Completion, Message
+from memstack.storage import InMemoryRecordStore
+from memstack.store.principal import Principal
+from memstack.store.service import MemoryStore
+from memstack.store.stm import InProcessTier
 from tests.agents.scripts import by_instructions, finish, turns
+from tests.agents.team.scripts import calls_of, instructions, last_tool, team_model, use
 from tests.agents.team.scripts import finish as finish_turn
-from tests.agents.team.scripts import instructions, last_tool, team_model, use
 
 
 async def drain(agent: MultiModeAgent, context: ProcessingContext) -> list[Any]:
@@ -70,3 +75,29 @@ def test_an_unknown_mode_is_refused():
     with pytest.raises(InvalidInput, match="mode must be one of loop, plan, multi-agent"):
         mode: Any = "swarm"
         MultiModeAgent(name="a", objective="x", provider=by_instructions({}), model="m", mode=mode)
+
+
+async def test_running_again_does_not_stack_the_memories_block():
+    records = InMemoryRecordStore()
+    records.setup()
+    service = MemoryStore(records=records, embedder=HashEmbedder(), short_term=InProcessTier())
+    acme = Principal(tenant="acme")
+    await service.store(acme, agent_id="team", key="style", value="Be brief.")
+    provider = team_model({"lead": lead, "worker": worker})
+    agent = MultiModeAgent(
+        name="team",
+        objective="Answer it",
+        provider=provider,
+        model="m",
+        mode="multi-agent",
+        system_prompt="You are careful.",
+        memory_store=MemoryStoreBinding(store=service, principal=acme, agent_id="team"),
+    )
+    for _ in range(2):
+        await drain(agent, ProcessingContext())
+        assert agent.team is not None
+        assert agent.team.system_prompt.count("<memories>") == 1
+        assert agent.team.system_prompt.endswith("You are careful.")
+    worker_turn = calls_of(provider, "worker")[0]
+    assert "Be brief." in worker_turn.messages[0].content
+    assert "store_memory" in worker_turn.tool_names

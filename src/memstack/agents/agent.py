@@ -106,7 +106,7 @@ class Agent:
         skills = skills_for_run(
             self.objective, skills=self.skills, skill_dirs=self.skill_dirs, env=self.env
         )
-        preamble = await self.durable.preamble(self.objective)
+        system_prompt = await self.durable.system_prompt(self.objective, self.system_prompt)
         tools = [*self.tools, *self.durable.tools()]
         plan = self._given_plan()
         if plan is None:
@@ -120,7 +120,7 @@ class Agent:
             model=self.model,
             reasoning_model=self.reasoning_model,
             tools=tools,
-            system_prompt="\n\n".join(p for p in (preamble, self.system_prompt) if p.strip()),
+            system_prompt=system_prompt,
             skills_section=skills,
             max_iterations=self.max_step_iterations,
             max_token_limit=self.max_token_limit,

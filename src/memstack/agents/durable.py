@@ -72,6 +72,11 @@ class DurableMemory:
             knowledge = render_knowledge(hits, budget_chars=max(200, s.budget_chars // 2))
         return "\n\n".join(b for b in (memories, knowledge) if b)
 
+    async def system_prompt(self, objective: str, *preambles: str) -> str:
+        """The caller's preamble for a run: the memory blocks first, then ``preambles``."""
+        parts = (await self.preamble(objective), *preambles)
+        return "\n\n".join(p for p in parts if p.strip())
+
     async def persist(self, objective: str, result: JSON) -> list[RememberOutcome]:
         """With ``auto_persist``: mine the objective and the final result for memories."""
         if self.long_term is None or not self.auto_persist:

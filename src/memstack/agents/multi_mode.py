@@ -62,6 +62,7 @@ class MultiModeAgent:
                 f"mode must be one of {', '.join(_MODES)}, not {mode!r}.", field="mode"
             )
         self.mode = mode
+        self.system_prompt = system_prompt
         self.durable = DurableMemory(
             long_term=long_term_memory, auto_persist=auto_persist_memory, store=memory_store
         )
@@ -110,11 +111,9 @@ class MultiModeAgent:
                 yield message
             return
         assert self.team is not None
-        preamble = await self.durable.preamble(self.team.objective)
-        if preamble:
-            self.team.system_prompt = "\n\n".join(
-                p for p in (preamble, self.team.system_prompt) if p.strip()
-            )
+        self.team.system_prompt = await self.durable.system_prompt(
+            self.team.objective, self.system_prompt
+        )
         async for message in self.team.execute(context):
             yield message
         await self.durable.persist(self.team.objective, self.get_results())

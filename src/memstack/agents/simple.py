@@ -97,7 +97,10 @@ class SimpleAgent:
 
     async def execute(self, context: ProcessingContext) -> AsyncIterator[ProcessingMessage]:
         task = self.task()
-        preamble = await self.durable.preamble(self.objective)
+        bank_note = BANK_PROMPT if self._bank_attached() else ""
+        system_prompt = await self.durable.system_prompt(
+            self.objective, self.system_prompt, bank_note
+        )
         executor = StepExecutor(
             task=task,
             step=task.steps[0],
@@ -105,7 +108,7 @@ class SimpleAgent:
             provider=self.provider,
             model=self.model,
             tools=[*self.tools, *self.durable.tools()],
-            system_prompt="\n\n".join(p for p in self._preambles(preamble) if p.strip()),
+            system_prompt=system_prompt,
             skills_section=skills_for_run(
                 self.objective, skills=self.skills, skill_dirs=self.skill_dirs, env=self.env
             ),
@@ -124,12 +127,10 @@ class SimpleAgent:
     def _upstream_keys(self, context: ProcessingContext) -> Sequence[str]:
         return ()
 
-    def _preambles(self, memories: str) -> list[str]:
-        """Before the default prompt: the service's memories, the caller's prompt, and
-        the bank note when a bank's tools shadow working memory's."""
+    def _bank_attached(self) -> bool:
+        """Whether a bank's tools shadow working memory's ``memory_read`` / ``_write``."""
         kinds = {type(t) for t in self.tools}
-        banked = BankReadTool in kinds and BankWriteTool in kinds
-        return [memories, self.system_prompt, BANK_PROMPT if banked else ""]
+        return BankReadTool in kinds and BankWriteTool in kinds
 
     def get_results(self) -> JSON:
         """The step's result (``{"error": ...}`` when it did not finish)."""
