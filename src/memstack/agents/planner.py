@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, cast
 
 from memstack._json import JSON, JSONObject
+from memstack.agents._text import one_line
 from memstack.agents.finish_step import FINISH_STEP
 from memstack.agents.plan import Step, StepMode, Task, TaskPlan
 from memstack.agents.planner_prompts import (
@@ -48,7 +49,6 @@ CREATE_TASK: Final = "create_task"
 DEFAULT_MAX_STEPS: Final = 10
 DEFAULT_MAX_RETRIES: Final = 3
 _ALWAYS_AVAILABLE: Final = (*MEMORY_TOOL_NAMES, FINISH_STEP)
-_TITLE_CHARS: Final = 80
 
 
 class PlanningError(MemstackError):
@@ -357,7 +357,7 @@ class TaskPlanner:
         """The plan in one reply's tool calls, validated as the planner validates it."""
         return parse_plan(
             calls,
-            title=_title(self.objective),
+            title=one_line(self.objective),
             tool_names=self.tool_names,
             max_steps=self.max_steps,
         )
@@ -415,8 +415,3 @@ def _feedback(completion: Completion, error: str) -> list[Message]:
         for call in completion.tool_calls
     )
     return out
-
-
-def _title(objective: str) -> str:
-    text = " ".join(objective.split())
-    return text if len(text) <= _TITLE_CHARS else text[: _TITLE_CHARS - 3] + "..."

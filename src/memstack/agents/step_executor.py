@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Final
 
 from memstack._json import JSON, dumps
+from memstack.agents._text import clip, one_line
 from memstack.agents.finish_step import FINISH_STEP, FinishStepTool
 from memstack.agents.messages import (
     Chunk,
@@ -209,7 +210,7 @@ class StepExecutor:
             kind="step_result",
             value=result,
             source=self.step.id,
-            title=_title(self.step.instructions),
+            title=one_line(self.step.instructions),
         )
         if self.use_finish_task:
             memory.set(
@@ -231,7 +232,7 @@ class StepExecutor:
             kind="step_result",
             value=value,
             source=self.step.id,
-            title=_title(self.step.instructions),
+            title=one_line(self.step.instructions),
         )
         self.result = value
         return StepResult(step_id=self.step.id, result=value, error=self.error)
@@ -259,12 +260,13 @@ class StepExecutor:
         for message in middle:
             if message.tool_calls:
                 lines.extend(
-                    f"- called {c.name}({_clip(dumps(c.arguments))})" for c in message.tool_calls
+                    f"- called {c.name}({clip(dumps(c.arguments), _SUMMARY_CHARS)})"
+                    for c in message.tool_calls
                 )
             elif message.role == "tool":
-                lines.append(f"- {message.name} returned: {_clip(message.content)}")
+                lines.append(f"- {message.name} returned: {clip(message.content, _SUMMARY_CHARS)}")
             elif message.content.strip():
-                lines.append(f"- {message.role}: {_clip(message.content)}")
+                lines.append(f"- {message.role}: {clip(message.content, _SUMMARY_CHARS)}")
         summary = Message(
             role="user", content="Summary of earlier work in this step:\n" + "\n".join(lines)
         )
@@ -292,15 +294,6 @@ def _attach(tools: Sequence[Tool], step: Step, finish: FinishStepTool) -> list[T
     for tool in [*memory_tools(source=step.id), finish]:
         chosen.setdefault(tool.name, tool)
     return list(chosen.values())
-
-
-def _title(instructions: str) -> str:
-    first = " ".join(instructions.split())
-    return first if len(first) <= 80 else first[:77] + "..."
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 3] + "..."
 
 
 def _as_text(payload: JSON) -> str:
