@@ -1,9 +1,13 @@
 """The real all-MiniLM-L6-v2 model, run locally."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
+import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 
 from memstack.embeddings import Embedder, LocalEmbedder, embed
+from memstack.embeddings.local import _session_options
 from memstack.errors import ConfigError, InvalidInput
 
 SENTENCES = [
@@ -90,6 +94,23 @@ def test_non_string_item_is_named(local_embedder):
 
 def test_the_session_is_shared_between_embedders(local_embedder):
     assert LocalEmbedder()._session() is local_embedder._session()
+
+
+def test_one_quiet_thread_per_call_by_default_and_threads_overridable():
+    assert LocalEmbedder().threads == 1
+    assert LocalEmbedder(threads=3).threads == 3
+    options = _session_options(ort, 1)
+    assert options.intra_op_num_threads == 1
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
+
+
+def test_concurrent_calls_on_the_shared_session_match_calls_alone(local_embedder):
+    alone = [local_embedder.embed_batch([s]) for s in SENTENCES]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda s: local_embedder.embed_batch([s]), SENTENCES * 4))
+    for i, vectors in enumerate(together):
+        np.testing.assert_array_equal(vectors, alone[i % len(SENTENCES)])
 
 
 @pytest.mark.parametrize(
