@@ -4,10 +4,14 @@
 - ``LocalEmbedder``: all-MiniLM-L6-v2 on this machine (onnxruntime, offline); the default.
 - ``OpenAIEmbedder``, ``OllamaEmbedder``: remote APIs over httpx.
 - ``HashEmbedder``: a deterministic fake for tests.
+- ``BatchingEmbedder``, ``CachedEmbedder``: wrappers that merge concurrent calls into one
+  and cache vectors per text.
 - ``EmbeddingSettings`` and ``resolve_embedder``: pick one from the environment (spec 001).
 """
 
 from memstack.embeddings.base import Embedder, Vectors, embed, l2_normalize
+from memstack.embeddings.batching import BatchingEmbedder
+from memstack.embeddings.cache import CachedEmbedder
 from memstack.embeddings.hashing import HashEmbedder
 from memstack.embeddings.local import DEFAULT_LOCAL_MODEL, LocalEmbedder
 from memstack.embeddings.ollama import DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL, OllamaEmbedder
@@ -21,6 +25,8 @@ __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
     "DEFAULT_OPENAI_MODEL",
     "PROVIDERS",
+    "BatchingEmbedder",
+    "CachedEmbedder",
     "Embedder",
     "EmbeddingSettings",
     "HashEmbedder",

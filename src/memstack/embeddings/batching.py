@@ -1,0 +1,187 @@
+"""BatchingEmbedder: concurrent ``embed_batch`` calls merged into one call of the inner embedder.
+
+A server embeds one short query per request, from many threads at once. One model call
+over 20 texts costs far less than 20 calls over one text each, so callers queue their
+texts and one of them, the leader, runs a single ``inner.embed_batch`` over the queue.
+
+Leader-follower, no thread of its own: a caller that finds no leader becomes it. The
+leader waits until ``max_batch`` texts are queued or the oldest queued caller has waited
+``max_wait_ms``, takes up to ``max_batch`` texts off the front of the queue (a caller's
+texts beyond that stay queued for the next batch), runs the inner call without the lock
+held, hands every caller its rows (or the inner call's error), and repeats until its own
+texts are done. Then it steps down and a waiting caller takes over. Each caller's texts
+are checked before they are queued, so one bad item never fails another caller's batch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memstack.embeddings.base import Embedder, Vectors, check_texts
+from memstack.errors import ConfigError, InvalidInput
+
+__all__ = ["BatchingEmbedder"]
+
+
+class _Request:
+    """One caller's texts: how many are handed to a batch, their rows, or the error."""
+
+    def __init__(self, texts: list[str], arrived: float) -> None:
+        self.texts = texts
+        self.arrived = arrived
+        self.taken = 0
+        self.parts: list[Vectors] = []
+        self.filled = 0
+        self.error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.error is not None or self.filled == len(self.texts)
+
+    def result(self) -> Vectors:
+        if self.error is not None:
+            raise self.error
+        return np.concatenate(self.parts)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Slice:
+    request: _Request
+    start: int
+    stop: int
+
+
+class BatchingEmbedder:
+    """Merges concurrent ``embed_batch`` calls into calls of ``inner`` of at most
+    ``max_batch`` texts; a caller waits at most ``max_wait_ms`` for others to join.
+
+    Same ``dim`` and ``model_id`` as ``inner``; each caller gets exactly its own rows.
+    """
+
+    def __init__(self, inner: Embedder, *, max_wait_ms: float = 3.0, max_batch: int = 64) -> None:
+        if (
+            isinstance(max_wait_ms, bool)
+            or not isinstance(max_wait_ms, int | float)
+            or not max_wait_ms >= 0  # also refuses NaN
+        ):
+            raise InvalidInput(
+                f"max_wait_ms is {max_wait_ms!r}; pass a number of milliseconds >= 0.",
+                field="max_wait_ms",
+            )
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+            raise InvalidInput(
+                f"max_batch is {max_batch!r}; pass a whole number >= 1.", field="max_batch"
+            )
+        self.inner = inner
+        self.max_wait_ms = float(max_wait_ms)
+        self.max_batch = max_batch
+        self._lock = threading.Lock()
+        self._arrivals = threading.Condition(self._lock)  # the leader waits for company
+        self._progress = threading.Condition(self._lock)  # followers wait for their rows
+        self._pending: deque[_Request] = deque()
+        self._queued = 0  # texts in _pending not yet handed to a batch
+        self._leading = False
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        items = check_texts(texts)
+        if not items:
+            return self.inner.embed_batch([])
+        request = _Request(items, time.monotonic())
+        with self._lock:
+            self._pending.append(request)
+            self._queued += len(items)
+            self._arrivals.notify()
+            while not request.done and self._leading:
+                self._progress.wait()
+            if request.done:
+                return request.result()
+            self._leading = True
+        try:
+            while not request.done:
+                self._run(self._take_batch())
+        finally:
+            with self._lock:
+                if not request.done:  # the leader was interrupted: drop its queued texts
+                    self._drop(request)
+                self._leading = False
+                self._progress.notify_all()  # a waiting caller takes over
+        return request.result()
+
+    def _take_batch(self) -> list[_Slice]:
+        """Up to ``max_batch`` texts off the front of the queue, once it is full or old enough."""
+        with self._lock:
+            deadline = self._pending[0].arrived + self.max_wait_ms / 1000
+            while self._queued < self.max_batch:
+                delay = deadline - time.monotonic()
+                if delay <= 0:
+                    break
+                self._arrivals.wait(delay)
+            batch: list[_Slice] = []
+            room = self.max_batch
+            while room and self._pending:
+                request = self._pending[0]
+                count = min(room, len(request.texts) - request.taken)
+                batch.append(
+                    _Slice(request=request, start=request.taken, stop=request.taken + count)
+                )
+                request.taken += count
+                room -= count
+                self._queued -= count
+                if request.taken == len(request.texts):
+                    self._pending.popleft()
+            return batch
+
+    def _run(self, batch: list[_Slice]) -> None:
+        """One inner call over ``batch``; its rows, or its error, go to every caller in it."""
+        texts = [text for s in batch for text in s.request.texts[s.start : s.stop]]
+        try:
+            vectors = self.inner.embed_batch(texts)
+            if len(vectors) != len(texts):
+                raise ConfigError(
+                    f"{type(self.inner).__name__} returned {len(vectors)} rows for "
+                    f"{len(texts)} texts; an Embedder must return one row per text."
+                )
+        except Exception as exc:
+            self._fail(batch, exc)
+            return
+        except BaseException as exc:  # KeyboardInterrupt and the like stop the leader too
+            self._fail(batch, exc)
+            raise
+        with self._lock:
+            offset = 0
+            for s in batch:
+                count = s.stop - s.start
+                s.request.parts.append(vectors[offset : offset + count])
+                s.request.filled += count
+                offset += count
+            self._progress.notify_all()
+
+    def _fail(self, batch: list[_Slice], error: BaseException) -> None:
+        with self._lock:
+            for s in batch:
+                request = s.request
+                if request.error is None:
+                    request.error = error
+                    self._drop(request)
+            self._progress.notify_all()
+
+    def _drop(self, request: _Request) -> None:
+        """Take the texts of ``request`` not yet in a batch off the queue (lock held)."""
+        if request.taken < len(request.texts):
+            self._pending.remove(request)
+            self._queued -= len(request.texts) - request.taken
+            request.taken = len(request.texts)

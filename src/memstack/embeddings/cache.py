@@ -1,0 +1,90 @@
+"""CachedEmbedder: an LRU cache of vectors, per text, in front of another embedder.
+
+Agents ask the same queries again and again ("user preferences", the task's title), and
+an embedding model is deterministic, so a text embedded once need not be embedded again.
+The cache belongs to the embedder that owns it (no module-level state) and keeps at most
+``max_entries`` texts, dropping the least recently used first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from memstack.embeddings.base import Embedder, Vectors, check_texts
+from memstack.errors import InvalidInput
+
+__all__ = ["CachedEmbedder"]
+
+
+class CachedEmbedder:
+    """``inner`` with its vectors cached per text; same ``dim`` and ``model_id``. Thread-safe.
+
+    Only the texts not in the cache reach ``inner``, in one ``embed_batch`` call, each
+    distinct text once. Returned matrices are the caller's own: changing one never
+    changes what the cache returns next time.
+    """
+
+    def __init__(self, inner: Embedder, *, max_entries: int = 1024) -> None:
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+            raise InvalidInput(
+                f"max_entries is {max_entries!r}; pass a whole number >= 1.", field="max_entries"
+            )
+        self.inner = inner
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._vectors: OrderedDict[str, Vectors] = OrderedDict()
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def __len__(self) -> int:
+        """How many texts are cached now."""
+        with self._lock:
+            return len(self._vectors)
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        items = check_texts(texts)
+        found = self._lookup(items)
+        missing = list(dict.fromkeys(text for text in items if text not in found))
+        if missing:
+            vectors = self.inner.embed_batch(missing)
+            fresh = {text: _frozen(vectors[i]) for i, text in enumerate(missing)}
+            self._store(fresh)
+            found.update(fresh)
+        if not items:
+            return self.inner.embed_batch([])
+        return np.stack([found[text] for text in items])
+
+    def _lookup(self, texts: list[str]) -> dict[str, Vectors]:
+        with self._lock:
+            found: dict[str, Vectors] = {}
+            for text in texts:
+                vector = self._vectors.get(text)
+                if vector is not None:
+                    self._vectors.move_to_end(text)
+                    found[text] = vector
+            return found
+
+    def _store(self, vectors: dict[str, Vectors]) -> None:
+        with self._lock:
+            for text, vector in vectors.items():
+                self._vectors[text] = vector
+                self._vectors.move_to_end(text)
+            while len(self._vectors) > self.max_entries:
+                self._vectors.popitem(last=False)
+
+
+def _frozen(row: Vectors) -> Vectors:
+    """A read-only copy of one row, so the cached vector outlives the caller's matrix."""
+    copy = np.array(row, dtype=np.float32)
+    copy.setflags(write=False)
+    return copy

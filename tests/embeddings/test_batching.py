@@ -1,0 +1,151 @@
+"""BatchingEmbedder: concurrent callers share inner calls and each gets exactly its rows."""
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from memstack.embeddings import BatchingEmbedder, Embedder, HashEmbedder, Vectors
+from memstack.errors import InvalidInput, StoreUnavailable
+
+
+class CountingEmbedder:
+    """A HashEmbedder that records the size of every batch it is asked to embed."""
+
+    def __init__(self, *, fail_on: str | None = None) -> None:
+        self._inner = HashEmbedder(dim=32)
+        self._lock = threading.Lock()
+        self.batches: list[list[str]] = []
+        self.fail_on = fail_on
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        with self._lock:
+            self.batches.append(list(texts))
+        if self.fail_on is not None and self.fail_on in texts:
+            raise StoreUnavailable(f"the model cannot embed {self.fail_on!r}")
+        return self._inner.embed_batch(texts)
+
+
+def texts_of(caller: int) -> list[str]:
+    return [f"caller {caller} text {i}" for i in range(3)]
+
+
+def at_once(count: int, call: Callable[[int], Vectors]) -> list[Vectors | BaseException]:
+    """``call(i)`` in ``count`` threads released together; each result or error."""
+    barrier = threading.Barrier(count)
+
+    def run(i: int) -> Vectors | BaseException:
+        barrier.wait()
+        try:
+            return call(i)
+        except Exception as exc:
+            return exc
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(run, range(count)))
+
+
+def test_concurrent_callers_share_one_inner_call_and_get_their_own_rows():
+    inner = CountingEmbedder()
+    # The first caller waits until all 8 callers' 24 texts are queued, then runs once.
+    batching = BatchingEmbedder(inner, max_wait_ms=10_000, max_batch=24)
+    results = at_once(8, lambda i: batching.embed_batch(texts_of(i)))
+    alone = HashEmbedder(dim=32)
+    for i, result in enumerate(results):
+        assert isinstance(result, np.ndarray)
+        np.testing.assert_array_equal(result, alone.embed_batch(texts_of(i)))
+    assert len(inner.batches) == 1
+    assert sorted(inner.batches[0]) == sorted(t for i in range(8) for t in texts_of(i))
+
+
+def test_batches_never_exceed_max_batch_and_a_callers_rest_goes_in_the_next():
+    inner = CountingEmbedder()
+    # 24 texts in batches of 8: some callers' 3 texts straddle two batches.
+    batching = BatchingEmbedder(inner, max_wait_ms=10_000, max_batch=8)
+    results = at_once(8, lambda i: batching.embed_batch(texts_of(i)))
+    alone = HashEmbedder(dim=32)
+    for i, result in enumerate(results):
+        assert isinstance(result, np.ndarray)
+        np.testing.assert_array_equal(result, alone.embed_batch(texts_of(i)))
+    assert [len(b) for b in inner.batches] == [8, 8, 8]
+
+
+def test_one_caller_with_more_than_max_batch_texts_is_split_in_order():
+    inner = CountingEmbedder()
+    texts = [f"text {i}" for i in range(12)]
+    vectors = BatchingEmbedder(inner, max_wait_ms=0, max_batch=5).embed_batch(texts)
+    assert [len(b) for b in inner.batches] == [5, 5, 2]
+    np.testing.assert_array_equal(vectors, HashEmbedder(dim=32).embed_batch(texts))
+
+
+def test_an_inner_error_reaches_every_caller_of_that_batch():
+    inner = CountingEmbedder(fail_on="boom")
+    batching = BatchingEmbedder(inner, max_wait_ms=10_000, max_batch=2)
+    results = at_once(2, lambda i: batching.embed_batch(["boom" if i == 0 else "fine"]))
+    assert all(isinstance(r, StoreUnavailable) for r in results)
+    assert len(inner.batches) == 1
+    # The embedder is usable afterwards: the failed batch left no leader behind.
+    again = at_once(2, lambda i: batching.embed_batch([f"fine {i}"]))
+    assert all(isinstance(r, np.ndarray) and r.shape == (1, 32) for r in again)
+
+
+def test_a_failed_callers_queued_rest_is_not_embedded():
+    inner = CountingEmbedder(fail_on="boom")
+    batching = BatchingEmbedder(inner, max_wait_ms=0, max_batch=2)
+    with pytest.raises(StoreUnavailable, match="boom"):
+        batching.embed_batch(["a", "boom", "c", "d"])
+    assert inner.batches == [["a", "boom"]]
+    batching.embed_batch(["e"])
+    assert inner.batches[1] == ["e"]
+
+
+def test_a_bad_item_fails_only_its_own_caller():
+    inner = CountingEmbedder()
+    batching = BatchingEmbedder(inner, max_wait_ms=5, max_batch=64)
+    bad: list[object] = ["fine", 3]
+    results = at_once(2, lambda i: batching.embed_batch(bad if i == 0 else ["fine"]))  # type: ignore[arg-type]
+    assert isinstance(results[0], InvalidInput) and results[0].field == "texts[1]"
+    assert isinstance(results[1], np.ndarray) and results[1].shape == (1, 32)
+    assert inner.batches == [["fine"]]
+
+
+def test_an_empty_batch_gives_zero_rows():
+    inner = CountingEmbedder()
+    batching = BatchingEmbedder(inner)
+    assert batching.embed_batch([]).shape == (0, 32)
+    assert (batching.dim, batching.model_id) == (32, "hash:32")
+    assert isinstance(batching, Embedder)
+
+
+def test_the_local_model_batched_across_threads_matches_it_alone(local_embedder):
+    sentences = [f"a short sentence about topic number {i}" for i in range(6)]
+    batching = BatchingEmbedder(local_embedder, max_wait_ms=10_000, max_batch=6)
+    results = at_once(6, lambda i: batching.embed_batch([sentences[i]]))
+    for i, result in enumerate(results):
+        assert isinstance(result, np.ndarray)
+        np.testing.assert_allclose(result, local_embedder.embed_batch([sentences[i]]), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"max_wait_ms": -1}, "max_wait_ms"),
+        ({"max_wait_ms": float("nan")}, "max_wait_ms"),
+        ({"max_batch": 0}, "max_batch"),
+        ({"max_batch": True}, "max_batch"),
+    ],
+)
+def test_bad_settings_are_refused(kwargs, field):
+    with pytest.raises(InvalidInput) as info:
+        BatchingEmbedder(HashEmbedder(), **kwargs)
+    assert info.value.field == field
