@@ -13,12 +13,12 @@ $(BIN)/python:
 
 # Runtime install (no dev tools); re-run when the project's metadata changes.
 $(VENV)/.runtime: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e ".[server]"
 	@touch $@
 
 # Runtime plus the dev dependency group (pytest, mypy, ruff, ...).
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[postgres,redis,openai,anthropic]" --group dev
+	$(BIN)/python -m pip install --quiet -e ".[postgres,redis,openai,anthropic,server]" --group dev
 	@touch $@ $(VENV)/.runtime
 
 serve: $(VENV)/.runtime
