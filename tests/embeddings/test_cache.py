@@ -64,6 +64,15 @@ def test_the_least_recently_used_text_is_evicted_beyond_max_entries():
     assert inner.seen == ["b"]
 
 
+def test_texts_longer_than_max_text_chars_are_not_cached():
+    inner = RecordingEmbedder()
+    cached = CachedEmbedder(inner, max_text_chars=5)
+    cached.embed_batch(["short", "longer"])
+    cached.embed_batch(["short", "longer"])
+    assert inner.seen == ["short", "longer", "longer"]
+    assert len(cached) == 1
+
+
 def test_changing_a_result_does_not_change_the_cache():
     cached = CachedEmbedder(RecordingEmbedder())
     vectors = cached.embed_batch(["alpha"])
@@ -99,8 +108,9 @@ def test_a_bad_item_is_named_and_nothing_is_cached():
     assert inner.seen == [] and len(cached) == 0
 
 
-@pytest.mark.parametrize("max_entries", [0, -3, True, 2.5])
-def test_bad_max_entries_is_refused(max_entries):
+@pytest.mark.parametrize("field", ["max_entries", "max_text_chars"])
+@pytest.mark.parametrize("value", [0, -3, True, 2.5])
+def test_bad_bounds_are_refused(field, value):
     with pytest.raises(InvalidInput) as info:
-        CachedEmbedder(HashEmbedder(), max_entries=max_entries)
-    assert info.value.field == "max_entries"
+        CachedEmbedder(HashEmbedder(), **{field: value})
+    assert info.value.field == field

@@ -3,7 +3,9 @@
 Agents ask the same queries again and again ("user preferences", the task's title), and
 an embedding model is deterministic, so a text embedded once need not be embedded again.
 The cache belongs to the embedder that owns it (no module-level state) and keeps at most
-``max_entries`` texts, dropping the least recently used first.
+``max_entries`` texts, dropping the least recently used first. Texts longer than
+``max_text_chars`` (stored documents rather than queries) pass through uncached, so the
+cache's memory stays bounded by about ``max_entries * max_text_chars`` characters.
 """
 
 from __future__ import annotations
@@ -24,17 +26,18 @@ class CachedEmbedder:
     """``inner`` with its vectors cached per text; same ``dim`` and ``model_id``. Thread-safe.
 
     Only the texts not in the cache reach ``inner``, in one ``embed_batch`` call, each
-    distinct text once. Returned matrices are the caller's own: changing one never
-    changes what the cache returns next time.
+    distinct text once; texts over ``max_text_chars`` are embedded every time. Returned
+    matrices are the caller's own: changing one never changes what the cache returns.
     """
 
-    def __init__(self, inner: Embedder, *, max_entries: int = 1024) -> None:
-        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
-            raise InvalidInput(
-                f"max_entries is {max_entries!r}; pass a whole number >= 1.", field="max_entries"
-            )
+    def __init__(
+        self, inner: Embedder, *, max_entries: int = 1024, max_text_chars: int = 2048
+    ) -> None:
+        _check_count(max_entries, "max_entries")
+        _check_count(max_text_chars, "max_text_chars")
         self.inner = inner
         self.max_entries = max_entries
+        self.max_text_chars = max_text_chars
         self._lock = threading.Lock()
         self._vectors: OrderedDict[str, Vectors] = OrderedDict()
 
@@ -58,7 +61,7 @@ class CachedEmbedder:
         if missing:
             vectors = self.inner.embed_batch(missing)
             fresh = {text: _frozen(vectors[i]) for i, text in enumerate(missing)}
-            self._store(fresh)
+            self._store({t: v for t, v in fresh.items() if len(t) <= self.max_text_chars})
             found.update(fresh)
         if not items:
             return self.inner.embed_batch([])
@@ -83,8 +86,13 @@ class CachedEmbedder:
                 self._vectors.popitem(last=False)
 
 
+def _check_count(value: int, field: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(f"{field} is {value!r}; pass a whole number >= 1.", field=field)
+
+
 def _frozen(row: Vectors) -> Vectors:
-    """A read-only copy of one row, so the cached vector outlives the caller's matrix."""
+    """A read-only copy of one row: a view would keep the whole batch matrix alive."""
     copy = np.array(row, dtype=np.float32)
     copy.setflags(write=False)
     return copy
