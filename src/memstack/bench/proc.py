@@ -1,0 +1,65 @@
+"""What a process uses: resident memory and CPU time, from /proc (or psutil, or getrusage)."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import importlib
+import os
+import resource
+import sys
+from pathlib import Path
+
+from memstack.errors import ConfigError
+
+__all__ = ["cpu_seconds", "release_memory", "rss_mb"]
+
+
+def rss_mb() -> float:
+    """This process's resident set now (VmRSS), or its peak where /proc is missing."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds process ``pid`` has used so far."""
+    try:
+        psutil = importlib.import_module("psutil")
+    except ImportError:
+        return _proc_cpu_seconds(pid)
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+def _proc_cpu_seconds(pid: int) -> float:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the CPU time of process {pid} ({exc}); install psutil to measure "
+            "it on a system without /proc."
+        ) from exc
+    fields = stat.rsplit(")", 1)[1].split()
+    utime, stime = int(fields[11]), int(fields[12])
+    return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
+def release_memory() -> None:
+    """Collect garbage and hand freed heap back to the OS (glibc), between measurements."""
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
