@@ -1,24 +1,30 @@
-"""``memstack bench server``: concurrent clients against a running memory server.
+"""``memstack bench server``: concurrent clients against a memory server.
 
 Each client loops over a fixed mix (by default 50% store, 30% search, 20% list) for
 ``duration`` seconds or ``max_requests`` requests, whichever comes first, against the
 server at ``url`` (loopback in the project's own runs). Latency is measured per request
-from send to full response.
+from send to full response. Every call is kept, in the order it was sent, so the same
+mix can be replayed in process (``bench.inprocess``); every memory stored is kept by
+id, so a run against a server that outlives it can delete what it wrote.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-import statistics
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal
 
 import httpx
 
-__all__ = ["LoadReport", "run_load"]
+from memstack.bench.report import percentiles
+
+__all__ = ["Call", "LoadReport", "Mix", "Operation", "delete_memories", "run_load"]
+
+Operation = Literal["store", "search", "list"]
 
 _TOPICS: Final = (
     "deployments",
@@ -32,6 +38,36 @@ _TOPICS: Final = (
     "customer feedback",
     "incidents",
 )
+_AGENTS: Final = 8
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mix:
+    """Shares of each operation; they need not add up to 1 (they are normalized)."""
+
+    store: float = 0.5
+    search: float = 0.3
+    list: float = 0.2
+
+    def as_json(self) -> dict[str, float]:
+        total = self.store + self.search + self.list
+        return {
+            "store": round(self.store / total, 3),
+            "search": round(self.search / total, 3),
+            "list": round(self.list / total, 3),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Call:
+    """One request of the mix: what ``bench.inprocess`` replays against the service."""
+
+    op: Operation
+    agent_id: str
+    key: str = ""
+    value: str = ""
+    query: str = ""
+    limit: int = 20
 
 
 @dataclass(kw_only=True)
@@ -41,6 +77,10 @@ class LoadReport:
     requests: int
     errors: int
     latencies: dict[str, list[float]] = field(default_factory=dict)
+    calls: list[Call] = field(default_factory=list)
+    """Every call, in the order the clients sent them."""
+    stored_ids: set[str] = field(default_factory=set)
+    """Ids of the memories the run stored (a repeated key updates the same id)."""
 
     @property
     def per_second(self) -> float:
@@ -54,19 +94,11 @@ class LoadReport:
             "requests": self.requests,
             "errors": self.errors,
             "requests_per_s": round(self.per_second, 1),
-            "latency_ms": _percentiles(every),
+            "latency_ms": percentiles(every),
             "by_operation": {
-                op: {"count": len(v), **_percentiles(v)} for op, v in sorted(self.latencies.items())
+                op: {"count": len(v), **percentiles(v)} for op, v in sorted(self.latencies.items())
             },
         }
-
-
-def _percentiles(values: list[float]) -> dict[str, float]:
-    if len(values) < 2:
-        only = round(values[0], 2) if values else 0.0
-        return {"p50": only, "p95": only, "p99": only}
-    cuts = statistics.quantiles(values, n=100, method="inclusive")
-    return {"p50": round(cuts[49], 2), "p95": round(cuts[94], 2), "p99": round(cuts[98], 2)}
 
 
 async def run_load(
@@ -76,69 +108,95 @@ async def run_load(
     clients: int,
     duration: float,
     max_requests: int,
-    mix: tuple[float, float, float] = (0.5, 0.3, 0.2),
+    mix: Mix | None = None,
+    agent_prefix: str = "bench-agent",
     seed: int = 11,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> LoadReport:
+    """Drive the server; agents are named ``<agent_prefix>-<n>`` (eight of them)."""
+    mix = mix or Mix()
+    report = LoadReport(clients=clients, seconds=0.0, requests=0, errors=0)
     latencies: dict[str, list[float]] = defaultdict(list)
-    counts = {"requests": 0, "errors": 0}
     deadline = time.monotonic() + duration
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    headers = {"Authorization": f"Bearer {api_key}"}
-    async with httpx.AsyncClient(
-        base_url=url, headers=headers, timeout=60.0, limits=limits, transport=transport
-    ) as http:
+    async with _client(url, api_key, clients, transport) as http:
 
         async def client(n: int) -> None:
             rng = random.Random(seed * 1000 + n)
-            agent = f"bench-agent-{n % 8}"
-            while time.monotonic() < deadline and counts["requests"] < max_requests:
-                counts["requests"] += 1
-                call = _request(rng, agent, mix)
+            agent = f"{agent_prefix}-{n % _AGENTS}"
+            while time.monotonic() < deadline and report.requests < max_requests:
+                report.requests += 1
+                call = _call(rng, agent, mix)
+                report.calls.append(call)
                 started = time.perf_counter()
-                try:
-                    response = await http.request(
-                        call.method, call.path, json=call.body, params=call.params
-                    )
-                    ok = response.status_code < 400
-                except httpx.HTTPError:
-                    ok = False
+                ok = await _send(http, call, report.stored_ids)
                 latencies[call.op].append((time.perf_counter() - started) * 1000)
-                counts["errors"] += not ok
+                report.errors += not ok
 
         started = time.monotonic()
         await asyncio.gather(*(client(n) for n in range(clients)))
-        seconds = time.monotonic() - started
-    return LoadReport(
-        clients=clients,
-        seconds=seconds,
-        requests=counts["requests"],
-        errors=counts["errors"],
-        latencies=dict(latencies),
+        report.seconds = time.monotonic() - started
+    report.latencies = dict(latencies)
+    return report
+
+
+def _client(
+    url: str, api_key: str, clients: int, transport: httpx.AsyncBaseTransport | None
+) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    headers = {"Authorization": f"Bearer {api_key}"}
+    return httpx.AsyncClient(
+        base_url=url, headers=headers, timeout=60.0, limits=limits, transport=transport
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Call:
-    op: str
-    method: str
-    path: str
-    body: dict[str, str] | None = None
-    params: dict[str, str | int] | None = None
+async def _send(http: httpx.AsyncClient, call: Call, stored: set[str]) -> bool:
+    try:
+        if call.op == "store":
+            body = {"agent_id": call.agent_id, "key": call.key, "value": call.value}
+            response = await http.post("/api/memories", json=body)
+            if response.status_code < 400:
+                stored.add(str(response.json()["id"]))
+        elif call.op == "search":
+            body = {"query": call.query, "agent_id": call.agent_id}
+            response = await http.post("/api/memories/search", json=body)
+        else:
+            params: dict[str, str | int] = {"agent_id": call.agent_id, "limit": call.limit}
+            response = await http.get("/api/memories", params=params)
+    except httpx.HTTPError:
+        return False
+    return response.status_code < 400
 
 
-def _request(rng: random.Random, agent: str, mix: tuple[float, float, float]) -> _Call:
-    roll = rng.random()
+def _call(rng: random.Random, agent: str, mix: Mix) -> Call:
+    roll = rng.random() * (mix.store + mix.search + mix.list)
     topic = rng.choice(_TOPICS)
-    if roll < mix[0]:
-        body = {
-            "agent_id": agent,
-            "key": f"note-{rng.randrange(500)}",
-            "value": f"The team agreed on {topic}: decision {rng.randrange(10_000)}.",
-        }
-        return _Call(op="store", method="POST", path="/api/memories", body=body)
-    if roll < mix[0] + mix[1]:
-        body = {"query": topic, "agent_id": agent}
-        return _Call(op="search", method="POST", path="/api/memories/search", body=body)
-    params: dict[str, str | int] = {"agent_id": agent, "limit": 20}
-    return _Call(op="list", method="GET", path="/api/memories", params=params)
+    if roll < mix.store:
+        return Call(
+            op="store",
+            agent_id=agent,
+            key=f"note-{rng.randrange(500)}",
+            value=f"The team agreed on {topic}: decision {rng.randrange(10_000)}.",
+        )
+    if roll < mix.store + mix.search:
+        return Call(op="search", agent_id=agent, query=topic)
+    return Call(op="list", agent_id=agent, limit=20)
+
+
+async def delete_memories(
+    *,
+    url: str,
+    api_key: str,
+    ids: Iterable[str],
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> dict[str, int]:
+    """DELETE each memory; ``{"deleted": n, "gone": m}`` (gone: evicted or deleted before)."""
+    counts = {"deleted": 0, "gone": 0}
+    async with _client(url, api_key, 4, transport) as http:
+        for memory_id in sorted(ids):
+            response = await http.delete(f"/api/memories/{memory_id}")
+            if response.status_code == 404:
+                counts["gone"] += 1
+            else:
+                response.raise_for_status()
+                counts["deleted"] += 1
+    return counts

@@ -1,0 +1,146 @@
+"""``memstack bench ingest``: how fast memories go in, and how much of that is embedding.
+
+For one set of texts, each in a fresh collection of one store (``max_items=0``, so
+eviction never runs): the embedder alone (``embed_batch`` in batches), then
+``remember_many`` in the same batches with dedupe on, then ``remember`` one text at
+a time, then ``store.upsert`` of the same texts with their vectors given, in
+batches of 1000. Rates are memories per second.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from memstack.clock import Clock
+from memstack.embeddings import Embedder
+from memstack.longterm import Candidate, Collection, LongTermMemory
+from memstack.storage import Record, RecordStore
+
+__all__ = ["IngestResult", "run_ingest"]
+
+UPSERT_BATCH: Final = 1000
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestResult:
+    texts: str
+    n: int
+    mean_chars: float
+    embed_per_s: float
+    remember_many_per_s: float
+    remember_per_s: float
+    upsert_per_s: float
+    stored_many: int
+    """How many ``remember_many`` stored (the rest were duplicates or secrets)."""
+    stored_one: int
+
+    @property
+    def many_to_embed(self) -> float:
+        """``remember_many`` as a share of the embedder alone: 1.0 means no overhead."""
+        return round(self.remember_many_per_s / self.embed_per_s, 3) if self.embed_per_s else 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {**vars(self), "remember_many_to_embed": self.many_to_embed}
+
+
+async def run_ingest(
+    name: str,
+    texts: Sequence[str],
+    *,
+    store: RecordStore,
+    embedder: Embedder,
+    clock: Clock,
+    batch: int = 64,
+    progress: Callable[[int], None] = lambda n: None,
+) -> IngestResult:
+    """Measure the four ways in on ``texts`` (``name`` labels the set)."""
+    user = f"bench-{uuid.uuid4().hex[:8]}"
+
+    def memory(mode: str) -> LongTermMemory:
+        collection = Collection(user_id=user, namespace=f"{name}-{mode}")
+        return LongTermMemory(
+            collection=collection, store=store, embedder=embedder, max_items=0, clock=clock
+        )
+
+    embed_s, vectors = _embed_alone(embedder, texts, batch, progress)
+    many = memory("many")
+    started = time.perf_counter()
+    stored_many = 0
+    for lo in range(0, len(texts), batch):
+        chunk = [Candidate(text=t) for t in texts[lo : lo + batch]]
+        outcomes = await many.remember_many(chunk, dedupe=True)
+        stored_many += sum(o.status == "stored" for o in outcomes)
+        progress(len(chunk))
+    many_s = time.perf_counter() - started
+    one = memory("one")
+    started = time.perf_counter()
+    stored_one = 0
+    for text in texts:
+        stored_one += (await one.remember(text)).status == "stored"
+        progress(1)
+    one_s = time.perf_counter() - started
+    upsert_s = _upsert(store, memory("upsert").namespace, texts, vectors, clock, progress)
+    return IngestResult(
+        texts=name,
+        n=len(texts),
+        mean_chars=round(sum(map(len, texts)) / max(1, len(texts)), 1),
+        embed_per_s=_rate(len(texts), embed_s),
+        remember_many_per_s=_rate(len(texts), many_s),
+        remember_per_s=_rate(len(texts), one_s),
+        upsert_per_s=_rate(len(texts), upsert_s),
+        stored_many=stored_many,
+        stored_one=stored_one,
+    )
+
+
+def _rate(n: int, seconds: float) -> float:
+    return round(n / seconds, 1) if seconds > 0 else 0.0
+
+
+def _embed_alone(
+    embedder: Embedder, texts: Sequence[str], batch: int, progress: Callable[[int], None]
+) -> tuple[float, npt.NDArray[np.float32]]:
+    parts = []
+    started = time.perf_counter()
+    for lo in range(0, len(texts), batch):
+        parts.append(np.asarray(embedder.embed_batch(texts[lo : lo + batch]), dtype=np.float32))
+        progress(len(parts[-1]))
+    return time.perf_counter() - started, np.vstack(parts)
+
+
+def _upsert(
+    store: RecordStore,
+    namespace: str,
+    texts: Sequence[str],
+    vectors: npt.NDArray[np.float32],
+    clock: Clock,
+    progress: Callable[[int], None],
+) -> float:
+    """Seconds spent in ``store.upsert`` (building the records is not counted)."""
+    now = clock.now()
+    spent = 0.0
+    for lo in range(0, len(texts), UPSERT_BATCH):
+        records = [
+            Record(
+                id=f"u{lo + i}",
+                namespace=namespace,
+                text=text,
+                kind="fact",
+                created_at=now,
+                updated_at=now,
+                embedding=vectors[lo + i],
+            )
+            for i, text in enumerate(texts[lo : lo + UPSERT_BATCH])
+        ]
+        started = time.perf_counter()
+        store.upsert(records)
+        spent += time.perf_counter() - started
+        progress(len(records))
+    return spent

@@ -1,0 +1,106 @@
+"""Measuring a server under load: its CPU per request against the in-process floor.
+
+``measure_load`` warms the server up (one search, one list), reads the server
+process's CPU time, runs the load (``bench.load``) and reads it again.
+``server_summary`` puts that beside the floor (``bench.inprocess``) in one report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+from memstack.bench.inprocess import CpuFloor
+from memstack.bench.load import LoadReport, Mix, run_load
+from memstack.bench.proc import cpu_seconds
+from memstack.bench.report import ratio
+
+__all__ = ["LoadOptions", "measure_load", "server_summary"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadOptions:
+    clients: int
+    duration: float
+    max_requests: int
+    mix: Mix
+
+
+async def measure_load(
+    options: LoadOptions,
+    *,
+    url: str,
+    api_key: str,
+    pid: int | None,
+    agent_prefix: str,
+    tick: Callable[[int], None] = lambda n: None,
+) -> tuple[LoadReport, float | None]:
+    """The load's report, and the server's CPU seconds during it (None without ``pid``)."""
+    await _warm_up(url, api_key, agent_prefix)
+    before = cpu_seconds(pid) if pid is not None else None
+    ticker = asyncio.create_task(_tick_every_second(options.duration, tick))
+    try:
+        report = await run_load(
+            url=url,
+            api_key=api_key,
+            clients=options.clients,
+            duration=options.duration,
+            max_requests=options.max_requests,
+            mix=options.mix,
+            agent_prefix=agent_prefix,
+        )
+    finally:
+        ticker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticker
+    if pid is None or before is None:
+        return report, None
+    return report, cpu_seconds(pid) - before
+
+
+async def _warm_up(url: str, api_key: str, agent_prefix: str) -> None:
+    """One search and one list, so first-use costs stay out of the measurement."""
+    headers = {"Authorization": f"Bearer {api_key}"}
+    agent = f"{agent_prefix}-0"
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60.0) as http:
+        await http.post("/api/memories/search", json={"query": "warm up", "agent_id": agent})
+        await http.get("/api/memories", params={"agent_id": agent, "limit": 20})
+
+
+async def _tick_every_second(duration: float, tick: Callable[[int], None]) -> None:
+    started = time.monotonic()
+    for second in range(1, int(duration) + 1):
+        await asyncio.sleep(max(0.0, started + second - time.monotonic()))
+        tick(1)
+
+
+def server_summary(
+    report: LoadReport,
+    *,
+    options: LoadOptions,
+    server_cpu_s: float | None,
+    floor: CpuFloor,
+) -> dict[str, object]:
+    """The JSON report: latency and throughput, then CPU per request beside the floor."""
+    summary = report.summary()
+    by_op = summary["by_operation"]
+    assert isinstance(by_op, dict)
+    for op, stats in by_op.items():
+        stats["floor_cpu_ms"] = floor.cpu_ms.get(op)
+    server_ms = (
+        round(server_cpu_s * 1000 / report.requests, 3)
+        if server_cpu_s is not None and report.requests
+        else None
+    )
+    return {
+        **summary,
+        "mix": options.mix.as_json(),
+        "server_cpu_ms_per_request": server_ms,
+        "floor_cpu_ms_per_request": floor.cpu_ms_per_request,
+        "cpu_ratio": ratio(server_ms, floor.cpu_ms_per_request),
+    }
