@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
 
 from memstack.cli import main
@@ -51,6 +52,7 @@ def test_serve_creates_a_key_on_first_start_and_serves(tmp_path: Path):
     env = {**os.environ, "MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash", "PYTHONUNBUFFERED": "1"}
     env.pop("MEMSTACK_POSTGRES_URL", None)
     env.pop("MEMSTACK_REDIS_URL", None)
+    env.pop("MEMSTACK_WORKERS", None)
     process = subprocess.Popen(
         [
             sys.executable,
@@ -93,9 +95,40 @@ def test_serve_creates_a_key_on_first_start_and_serves(tmp_path: Path):
         )
         assert stored.status_code == 201
         assert httpx.get(f"{url}/api/memories", headers=headers).json()["total"] == 1
-        assert "SQLite" in output and "in-process" in output
+        assert "SQLite" in output and "in-process" in output and "1 process" in output
     finally:
         process.terminate()
         process.wait(timeout=20)
         if process.stdout:
             process.stdout.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (["--workers", "2"], {}),
+        ([], {"MEMSTACK_WORKERS": "2"}),
+    ],
+)
+def test_serve_refuses_several_workers_without_redis(tmp_path: Path, args, env):
+    db = tmp_path / "s.db"
+    with socket.socket() as taken:  # were serve to go ahead, it would fail to bind, not hang
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        result = CliRunner().invoke(
+            main,
+            ["serve", "--db", str(db), "--port", port, *args],
+            env={"MEMSTACK_REDIS_URL": None, "MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash", **env},
+        )
+    assert result.exit_code == 2, result.output
+    assert (
+        "--workers 2 needs --redis-url: the in-process short-term tier cannot be shared "
+        "between worker processes (each would serve stale reads after another's update)"
+    ) in " ".join(result.output.split())
+    assert not db.exists()  # refused before anything was opened
+
+
+def test_serve_refuses_a_worker_count_out_of_range(tmp_path: Path):
+    result = CliRunner().invoke(main, ["serve", "--db", str(tmp_path / "s.db"), "--workers", "0"])
+    assert result.exit_code == 1 and "MEMSTACK_WORKERS" in result.output

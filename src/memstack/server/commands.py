@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from memstack.errors import MemstackError
 from memstack.server.settings import ServerSettings
 from memstack.store.keys import ApiKeys, KeyInfo
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from memstack.server.services import Services
 
 _db = click.option(
     "--db",
@@ -33,24 +40,50 @@ _postgres = click.option(
 )
 @click.option("--host", default=None, help="[env MEMSTACK_HOST; default 127.0.0.1]")
 @click.option("--port", type=int, default=None, help="[env MEMSTACK_PORT; default 8765]")
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Server processes; more than 1 needs --redis-url [env MEMSTACK_WORKERS; default 1].",
+)
 def serve(
     db: Path | None,
     postgres_url: str | None,
     redis_url: str | None,
     host: str | None,
     port: int | None,
+    workers: int | None,
 ) -> None:
     """Run the memory server (REST API, OpenAPI docs at /docs)."""
-    import uvicorn
+    settings = _settings(
+        db=db, postgres_url=postgres_url, redis_url=redis_url, host=host, port=port, workers=workers
+    )
+    if settings.workers > 1 and not settings.redis_url:
+        raise click.UsageError(
+            f"--workers {settings.workers} needs --redis-url: the in-process short-term tier "
+            "cannot be shared between worker processes (each would serve stale reads after "
+            "another's update)."
+        )
+    services = _open_services(settings)
+    try:
+        _prepare(services, settings)
+        if settings.workers == 1:
+            from memstack.server.app import create_app
 
-    from memstack.server.app import create_app
+            _run(create_app(services, max_body_bytes=settings.max_body_bytes), settings)
+    finally:
+        services.close()
+    if settings.workers > 1:
+        # Each worker opens its own services from these settings (create_app_from_env).
+        os.environ.update(settings.to_env())
+        _run("memstack.server.app:create_app_from_env", settings)
+
+
+def _open_services(settings: ServerSettings) -> Services:
     from memstack.server.services import open_services
 
-    settings = _settings(
-        db=db, postgres_url=postgres_url, redis_url=redis_url, host=host, port=port
-    )
     try:
-        services = open_services(
+        return open_services(
             store_url=settings.store_url,
             redis_url=settings.redis_url,
             embedding_settings=settings.embedding,
@@ -59,29 +92,48 @@ def serve(
         )
     except MemstackError as exc:
         raise click.ClickException(str(exc)) from exc
-    try:
-        if services.keys.count_active() == 0:
-            raw, info = services.keys.create(tenant="default", label="created by memstack serve")
-            click.echo(
-                f"No API key existed, so one was created for tenant {info.tenant!r}.\n"
-                f"It is shown only this once; keep it:\n\n    {raw}\n"
-            )
-        services.embedder.embed_batch(["warm up"])
-        import asyncio
 
-        try:
-            loaded = asyncio.run(services.memories.warmup())
-        except MemstackError as exc:
-            loaded = 0
-            click.echo(f"warmup skipped: {exc}", err=True)
+
+def _prepare(services: Services, settings: ServerSettings) -> None:
+    """Done once, before any worker starts: the first API key, the model, the warmup."""
+    import asyncio
+
+    if services.keys.count_active() == 0:
+        raw, info = services.keys.create(tenant="default", label="created by memstack serve")
         click.echo(
-            f"memstack {settings.described}; warmed {loaded} memories into the short-term tier"
+            f"No API key existed, so one was created for tenant {info.tenant!r}.\n"
+            f"It is shown only this once; keep it:\n\n    {raw}\n"
         )
-        click.echo(f"serving on http://{settings.host}:{settings.port} (docs at /docs)")
-        app = create_app(services, max_body_bytes=settings.max_body_bytes)
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
-    finally:
-        services.close()
+    services.embedder.embed_batch(["warm up"])
+    try:
+        loaded = asyncio.run(services.memories.warmup())
+    except MemstackError as exc:
+        loaded = 0
+        click.echo(f"warmup skipped: {exc}", err=True)
+    click.echo(f"memstack {settings.described}; warmed {loaded} memories into the short-term tier")
+
+
+def _run(app: FastAPI | str, settings: ServerSettings) -> None:
+    """uvicorn over ``app`` (a factory's import string with several workers)."""
+    import uvicorn
+
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "auto"
+    http = "httptools" if importlib.util.find_spec("httptools") else "auto"
+    processes = "1 process" if settings.workers == 1 else f"{settings.workers} worker processes"
+    click.echo(
+        f"serving on http://{settings.host}:{settings.port} (docs at /docs); "
+        f"{processes}, loop {loop}, http {http}"
+    )
+    uvicorn.run(
+        app,
+        factory=isinstance(app, str),
+        workers=settings.workers if isinstance(app, str) else None,
+        host=settings.host,
+        port=settings.port,
+        loop=loop,
+        http=http,
+        log_level="warning",
+    )
 
 
 @click.group()

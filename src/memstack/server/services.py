@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memstack.clock import Clock, SystemClock
-from memstack.embeddings import Embedder, resolve_embedder
+from memstack.embeddings import BatchingEmbedder, CachedEmbedder, Embedder, resolve_embedder
 from memstack.storage import RecordStore, open_record_store
 from memstack.store.keys import ApiKeys
 from memstack.store.knowledge import KnowledgeBase
@@ -63,7 +63,8 @@ def open_services(
                 if isinstance(embedding_settings, EmbeddingSettings)
                 else EmbeddingSettings()
             )
-            embedder = resolve_embedder(settings)
+            # Concurrent requests share model calls, and repeated queries skip the model.
+            embedder = CachedEmbedder(BatchingEmbedder(resolve_embedder(settings)))
     except BaseException:
         records.close()
         raise

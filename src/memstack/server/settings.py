@@ -28,6 +28,8 @@ class ServerSettings:
     ``MEMSTACK_REDIS_URL``)."""
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
+    workers: int = 1
+    """Server processes (``--workers`` / ``MEMSTACK_WORKERS``); more than one needs Redis."""
     stm_max_entries: int = 20
     """``STM_MAX_ENTRIES``: recent memories per agent kept in the short-term tier."""
     ltm_max_entries: int = 200
@@ -55,6 +57,7 @@ class ServerSettings:
             redis_url=pick("redis_url", "MEMSTACK_REDIS_URL"),
             host=pick("host", "MEMSTACK_HOST") or DEFAULT_HOST,
             port=_int(pick("port", "MEMSTACK_PORT"), "MEMSTACK_PORT", DEFAULT_PORT, 1, 65_535),
+            workers=_int(pick("workers", "MEMSTACK_WORKERS"), "MEMSTACK_WORKERS", 1, 1, 256),
             stm_max_entries=_int(
                 pick("stm_max_entries", "MEMSTACK_STM_MAX_ENTRIES", "STM_MAX_ENTRIES"),
                 "STM_MAX_ENTRIES",
@@ -71,6 +74,24 @@ class ServerSettings:
             ),
             embedding=EmbeddingSettings.from_env(env),
         )
+
+    def to_env(self) -> dict[str, str]:
+        """The environment variables ``from_env`` reads these settings back from.
+
+        ``memstack serve --workers N`` hands its settings to the worker processes this
+        way. The embedding settings are not included: they come from the environment
+        alone, which the workers inherit.
+        """
+        return {
+            "MEMSTACK_DB": str(self.db),
+            "MEMSTACK_POSTGRES_URL": self.postgres_url or "",
+            "MEMSTACK_REDIS_URL": self.redis_url or "",
+            "MEMSTACK_HOST": self.host,
+            "MEMSTACK_PORT": str(self.port),
+            "MEMSTACK_WORKERS": str(self.workers),
+            "MEMSTACK_STM_MAX_ENTRIES": str(self.stm_max_entries),
+            "MEMSTACK_LTM_MAX_ENTRIES": str(self.ltm_max_entries),
+        }
 
     @property
     def store_url(self) -> str:
