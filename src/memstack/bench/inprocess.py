@@ -1,10 +1,10 @@
 """The CPU floor of ``memstack bench server``: the same calls, in process, no HTTP.
 
 The calls a load run sent are replayed one by one, in the order they were sent,
-against ``MemoryStore`` opened by ``open_services`` on a temporary SQLite file (the
-server's own wiring), and ``time.process_time()`` (every thread of this process) is
-read around each. What the server spends per request above this is HTTP, auth,
-serialization and concurrency.
+against ``MemoryStore`` opened by ``open_services`` on a temporary SQLite file with
+the server's own wiring (its embedder stack, from the same embedding settings), and
+``time.process_time()`` (every thread of this process) is read around each. What the
+server spends per request above this is HTTP, auth, serialization and concurrency.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memstack.bench.load import Call
-from memstack.embeddings import Embedder
+from memstack.embeddings import EmbeddingSettings
 from memstack.server.services import open_services
 from memstack.store.principal import Principal
 from memstack.store.service import MemoryStore
@@ -36,17 +36,19 @@ class CpuFloor:
 async def replay_in_process(
     calls: Sequence[Call],
     *,
-    embedder: Embedder,
+    embedding: EmbeddingSettings,
     progress: Callable[[int], None] = lambda n: None,
 ) -> CpuFloor:
     """CPU time of ``calls`` against a fresh in-process ``MemoryStore``."""
-    embedder.embed_batch(["warm up"])
     spent: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="memstack-bench-floor-") as tmp:
         services = open_services(
-            store_url=f"sqlite:///{Path(tmp) / 'floor.db'}", redis_url=None, embedder=embedder
+            store_url=f"sqlite:///{Path(tmp) / 'floor.db'}",
+            redis_url=None,
+            embedding_settings=embedding,
         )
         try:
+            services.embedder.embed_batch(["warm up"])  # as memstack serve does
             principal = Principal(tenant="bench-floor")
             for call in calls:
                 started = time.process_time()

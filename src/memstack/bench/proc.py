@@ -29,26 +29,55 @@ def rss_mb() -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds process ``pid`` has used so far."""
+    """User plus system CPU seconds used so far by process ``pid`` and its live
+    descendants (a server's worker processes)."""
     try:
         psutil = importlib.import_module("psutil")
     except ImportError:
-        return _proc_cpu_seconds(pid)
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
+        return sum(_proc_cpu_seconds(p) for p in [pid, *_proc_descendants(pid)])
+    root = psutil.Process(pid)
+    total = 0.0
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += float(times.user + times.system)
+    return total
 
 
 def _proc_cpu_seconds(pid: int) -> float:
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = _proc_stat(pid)
     except OSError as exc:
         raise ConfigError(
             f"cannot read the CPU time of process {pid} ({exc}); install psutil to measure "
             "it on a system without /proc."
         ) from exc
-    fields = stat.rsplit(")", 1)[1].split()
     utime, stime = int(fields[11]), int(fields[12])
     return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
+def _proc_stat(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name (state first)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _proc_descendants(pid: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int(_proc_stat(int(entry.name))[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
 
 
 def release_memory() -> None:

@@ -6,8 +6,9 @@ server starts on a free loopback port. On exit the server is stopped and the
 directory deleted, so nothing the benchmark wrote outlives it.
 
 The child gets this process's environment minus every setting that would point it
-elsewhere (a PostgreSQL or Redis URL, another database file, host or port), and
-the embedding provider the benchmark asks for.
+elsewhere or change its shape (a PostgreSQL or Redis URL, another database file, host,
+port, workers, tier sizes), and the embedding provider the benchmark asks for: one
+process with the defaults, as the in-process floor (``bench.inprocess``) is built.
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ _NOT_INHERITED: Final = (
     "MEMSTACK_DB",
     "MEMSTACK_HOST",
     "MEMSTACK_PORT",
+    "MEMSTACK_WORKERS",
     "MEMSTACK_MEMORY_EMBEDDING_MODEL",
+    "MEMSTACK_STM_MAX_ENTRIES",
+    "STM_MAX_ENTRIES",
+    "MEMSTACK_LTM_MAX_ENTRIES",
+    "LTM_MAX_ENTRIES",
 )
 
 
