@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+import uuid
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import click
+
+if TYPE_CHECKING:
+    from memstack.bench.load import Mix
+    from memstack.bench.scale import RecallPoint, RecallRun
+    from memstack.bench.serverbench import LoadOptions
 
 DEFAULT_LOCOMO = Path("../shared/bench/locomo/locomo-dev.json")
 
@@ -112,28 +119,47 @@ def locomo(
         click.echo(f"wrote {out}")
 
 
-@bench.command("recall")
-@click.option(
-    "--sizes",
-    default="1000,10000,100000",
-    show_default=True,
-    help="Comma-separated numbers of stored memories to measure at.",
-)
-@click.option(
-    "--stores",
-    default="memory,sqlite,postgres",
-    show_default=True,
-    help="Comma-separated backends: memory, sqlite, postgres (postgres needs --postgres-url).",
-)
-@click.option("--postgres-url", envvar="MEMSTACK_POSTGRES_URL")
-@click.option("--queries", "n_queries", type=click.IntRange(min=2), default=200, show_default=True)
-@click.option(
+_embedder_option = click.option(
     "--embedder",
     "embedder_kind",
     type=click.Choice(["local", "hash"]),
     default="local",
     show_default=True,
+    help="local = all-MiniLM-L6-v2 (the default); hash = the deterministic test embedder.",
 )
+
+
+@bench.command("recall")
+@click.option(
+    "--stores",
+    default="sqlite,memory",
+    show_default=True,
+    help="Comma-separated backends: sqlite, memory, postgres (postgres needs --postgres-url).",
+)
+@click.option(
+    "--sizes",
+    default="1000,10000,100000",
+    show_default=True,
+    help="Comma-separated numbers of stored memories, loaded one step after the other.",
+)
+@click.option(
+    "--shape",
+    type=click.Choice(["one-namespace", "many-namespaces"]),
+    default="one-namespace",
+    show_default=True,
+    help="All rows in one collection, or one collection per 100 rows.",
+)
+@click.option("--postgres-url", envvar="MEMSTACK_POSTGRES_URL", help="[env MEMSTACK_POSTGRES_URL]")
+@click.option("--queries", "n_queries", type=click.IntRange(min=2), default=200, show_default=True)
+@click.option(
+    "--writes",
+    type=click.IntRange(min=0),
+    default=50,
+    show_default=True,
+    help="Recalls timed right after a write, per size.",
+)
+@_embedder_option
+@click.option("--seed", type=int, default=7, show_default=True)
 @click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -142,74 +168,147 @@ def locomo(
     help="JSON report; a PNG plot is written beside it.",
 )
 def recall(
-    sizes: str,
     stores: str,
+    sizes: str,
+    shape: Literal["one-namespace", "many-namespaces"],
     postgres_url: str | None,
     n_queries: int,
+    writes: int,
     embedder_kind: Literal["local", "hash"],
+    seed: int,
     out: Path,
 ) -> None:
-    """Recall latency p50/p95 and ingest rate against the number of stored memories."""
-    from memstack.bench.plot import plot_scale
-    from memstack.bench.report import write_json
-    from memstack.bench.scale import embed_corpus, run_scale, synthetic_memories
+    """Recall p50/p95 against the number of stored memories, beside the floor (the query's
+    embedding plus an exact numpy scan), after writes, ANN recall@10, ingest and RSS."""
+    from memstack.bench.plot import plot_recall
+    from memstack.bench.proc import release_memory, rss_mb
+    from memstack.bench.report import format_table, write_json
+    from memstack.bench.scale import RecallBench, run_recall
     from memstack.bench.setup import open_bench_embedder, open_bench_store
+    from memstack.bench.synth import embed_phrases, synth_fidelity, synth_queries, synth_sentences
     from memstack.clock import SystemClock
+    from memstack.errors import ConfigError
 
     steps = _ints(sizes, "--sizes")
-    backends = [s.strip() for s in stores.split(",") if s.strip()]
-    unknown = sorted(set(backends) - {"memory", "sqlite", "postgres"})
-    if unknown:
-        raise click.BadParameter(f"unknown store {', '.join(unknown)}", param_hint="--stores")
-    if "postgres" in backends and not postgres_url:
-        raise click.BadParameter("postgres needs --postgres-url", param_hint="--stores")
+    backends = _stores(stores, postgres_url)
+    before_model = rss_mb()
     embedder = open_bench_embedder(embedder_kind)
-    texts = synthetic_memories(max(steps))
-    queries = [
-        f"what does {t.split(' (note')[0].lower()}" for t in synthetic_memories(n_queries, seed=99)
-    ]
-    with click.progressbar(length=len(texts), label="embedding", file=sys.stderr) as bar:
-        vectors, seconds = embed_corpus(embedder, texts, progress=bar.update)
-    embed_rate = len(texts) / seconds
+    phrases = embed_phrases(embedder)
+    model_mb = rss_mb() - before_model
+    bench_setup = RecallBench(
+        embedder=embedder,
+        phrases=phrases,
+        sizes=tuple(sorted(set(steps))),
+        shape=shape,
+        queries=tuple(synth_queries(n_queries, seed=seed + 92)),
+        writes=tuple(f"{t} (written)" for t in synth_sentences(writes, seed=seed + 1)),
+        clock=SystemClock(),
+        seed=seed,
+    )
+    work = max(steps) + len(bench_setup.sizes) * (2 * n_queries + writes)
     runs = []
     for backend in backends:
-        with open_bench_store(backend, postgres_url=postgres_url) as store:
-            runs.append(
-                asyncio.run(
-                    run_scale(
-                        store=store,
-                        store_name=backend,
-                        embedder=embedder,
-                        texts=texts,
-                        vectors=vectors,
-                        sizes=steps,
-                        queries=queries,
-                        clock=SystemClock(),
-                    )
-                )
+        release_memory()
+        with (
+            open_bench_store(backend, postgres_url=postgres_url) as store,
+            click.progressbar(length=work, label=f"{backend} {shape}", file=sys.stderr) as bar,
+        ):
+            run = run_recall(
+                bench_setup,
+                store=store,
+                store_name=backend,
+                cleanup=backend == "postgres",
+                progress=bar.update,
             )
-    click.echo(f"embedding ({embedder.model_id}): {embed_rate:.0f} memories/s")
+            runs.append(asyncio.run(run))
     click.echo(
-        f"{'store':<10}{'size':>10}{'p50 ms':>10}{'p95 ms':>10}"
-        f"{'ingest/s':>12}{'ingest+embed/s':>16}"
+        f"recall of 10, {n_queries} queries, {writes} after writes; embedder {embedder.model_id}"
     )
-    for run in runs:
-        for p in run.points:
-            combined = 1 / (1 / p.store_per_s + 1 / embed_rate) if p.store_per_s else 0.0
-            click.echo(
-                f"{run.store:<10}{p.size:>10}{p.recall_p50_ms:>10.2f}{p.recall_p95_ms:>10.2f}"
-                f"{p.store_per_s:>12.0f}{combined:>16.0f}"
-            )
+    click.echo(format_table(_RECALL_COLUMNS, [_recall_row(r, p) for r in runs for p in r.points]))
     payload = {
         "embedder": embedder.model_id,
-        "embed_per_s": round(embed_rate, 1),
+        "dim": phrases.dim,
+        "model_rss_mb": round(model_mb, 1),
+        "rss_before_model_mb": round(before_model, 1),
+        "synth_fidelity": synth_fidelity(embedder, phrases, seed=seed),
+        "shape": shape,
+        "sizes": list(bench_setup.sizes),
         "queries": n_queries,
-        "runs": [{"store": r.store, "points": [vars(p) for p in r.points]} for r in runs],
+        "writes": writes,
+        "seed": seed,
+        "notes": _RECALL_NOTES,
+        "runs": [
+            {"store": r.store, "shape": r.shape, "rss_start_mb": r.rss_start_mb}
+            | {"points": [vars(p) for p in r.points]}
+            for r in runs
+        ],
     }
     write_json(out, payload)
     png = out.with_suffix(".png")
-    plot_scale(runs, png)
-    click.echo(f"wrote {out} and {png}")
+    try:
+        plot_recall(runs, png)
+    except ConfigError as exc:
+        click.echo(f"wrote {out}; {exc}")
+    else:
+        click.echo(f"wrote {out} and {png}")
+
+
+_RECALL_COLUMNS = (
+    "store",
+    "shape",
+    "size",
+    "p50",
+    "p95",
+    "floor p50",
+    "floor p95",
+    "ratio p95",
+    "after-write p95",
+    "ratio",
+    "ANN R@10",
+    "ingest/s",
+    "RSS MB",
+)
+_RECALL_NOTES = (
+    "Milliseconds. floor = the query's real embedding plus an exact float32 numpy scan of the "
+    "target namespace (top 50). ratio = recall / floor at the same percentile. "
+    "rss_mb is this process after loading that size: it holds the interpreter "
+    "(rss_before_model_mb), the model (model_rss_mb), the harness's own copy of the vectors "
+    "for the floor (vectors_mb) and what the store keeps in process (for memory and sqlite). "
+    "synth_fidelity = mean cosine of synthesized vectors with the real sentence embeddings."
+)
+
+
+def _recall_row(run: RecallRun, p: RecallPoint) -> list[object]:
+    return [
+        run.store,
+        run.shape.split("-")[0],
+        p.size,
+        p.recall_p50_ms,
+        p.recall_p95_ms,
+        p.floor_p50_ms,
+        p.floor_p95_ms,
+        p.ratio_p95,
+        p.after_write_p95_ms,
+        p.after_write_ratio_p95,
+        p.ann_recall_at_10,
+        p.ingest_per_s,
+        p.rss_mb,
+    ]
+
+
+def _stores(text: str, postgres_url: str | None) -> list[str]:
+    backends = list(dict.fromkeys(s.strip() for s in text.split(",") if s.strip()))
+    unknown = sorted(set(backends) - {"memory", "sqlite", "postgres"})
+    if unknown or not backends:
+        raise click.BadParameter(
+            f"unknown store {', '.join(unknown) or '(none)'}; use sqlite, memory, postgres",
+            param_hint="--stores",
+        )
+    if "postgres" in backends and not postgres_url:
+        raise click.BadParameter(
+            "postgres needs --postgres-url URL (or MEMSTACK_POSTGRES_URL)", param_hint="--stores"
+        )
+    return backends
 
 
 def _ints(text: str, option: str) -> list[int]:
@@ -222,12 +321,121 @@ def _ints(text: str, option: str) -> list[int]:
     return values
 
 
+_INGEST_FIELDS = (
+    "texts",
+    "n",
+    "mean_chars",
+    "remember_per_s",
+    "remember_many_per_s",
+    "embed_per_s",
+    "upsert_per_s",
+)
+
+
+@bench.command("ingest")
+@click.option(
+    "--texts",
+    "text_sets",
+    type=click.Choice(["locomo", "short", "both"]),
+    default="both",
+    show_default=True,
+    help="LoCoMo dialogue turns, short templated sentences, or both.",
+)
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=DEFAULT_LOCOMO,
+    show_default=True,
+    envvar="MEMSTACK_LOCOMO_DATA",
+    help="The LoCoMo file the turns come from.",
+)
+@click.option("--n", "n", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True)
+@_embedder_option
+@click.option(
+    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
+)
+def ingest(
+    text_sets: Literal["locomo", "short", "both"],
+    data: Path,
+    n: int,
+    batch: int,
+    embedder_kind: Literal["local", "hash"],
+    out: Path | None,
+) -> None:
+    """Memories/s of remember (one at a time), remember_many (batches, dedupe on), the
+    embedder alone, and upsert with vectors given, on a temporary SQLite store."""
+    from memstack.bench.ingest import run_ingest
+    from memstack.bench.locomo_data import load_locomo
+    from memstack.bench.report import format_table, write_json
+    from memstack.bench.setup import open_bench_embedder, open_bench_store
+    from memstack.bench.synth import synth_sentences
+    from memstack.clock import SystemClock
+    from memstack.errors import MemstackError
+
+    sets: dict[str, list[str]] = {}
+    if text_sets in ("locomo", "both"):
+        try:
+            samples, _ = load_locomo(data)
+        except MemstackError as exc:
+            raise click.ClickException(str(exc)) from exc
+        sets["locomo"] = [t.memory_text for s in samples for t in s.turns][:n]
+    if text_sets in ("short", "both"):
+        sets["short"] = synth_sentences(n)
+    embedder = open_bench_embedder(embedder_kind)
+    embedder.embed_batch(["warm up"])
+    results = []
+    with open_bench_store("sqlite") as store:
+        for name, texts in sets.items():
+            with click.progressbar(length=4 * len(texts), label=name, file=sys.stderr) as bar:
+                run = run_ingest(
+                    name,
+                    texts,
+                    store=store,
+                    embedder=embedder,
+                    clock=SystemClock(),
+                    batch=batch,
+                    progress=bar.update,
+                )
+                results.append(asyncio.run(run))
+    click.echo(f"ingest on SQLite, embedder {embedder.model_id}, batches of {batch} (memories/s)")
+    headers = ("texts", "n", "chars", "remember", "remember_many", "embed", "upsert", "many/embed")
+    rows = [[getattr(r, f) for f in _INGEST_FIELDS] + [r.many_to_embed] for r in results]
+    click.echo(format_table(headers, rows))
+    for r in results:
+        click.echo(f"{r.texts}: remember_many runs at {r.many_to_embed:.0%} of the embedder alone")
+    if out:
+        write_json(
+            out,
+            {"embedder": embedder.model_id, "batch": batch, "runs": [r.to_json() for r in results]},
+        )
+        click.echo(f"wrote {out}")
+
+
 @bench.command("server")
-@click.option("--url", default="http://127.0.0.1:8765", show_default=True, envvar="MEMSTACK_URL")
-@click.option("--api-key", required=True, envvar="MEMSTACK_API_KEY", help="[env MEMSTACK_API_KEY]")
+@click.option(
+    "--spawn",
+    is_flag=True,
+    help="Start a throwaway server on a temporary SQLite file (the default without --url).",
+)
+@click.option("--url", default=None, help="Drive this running server instead (with --api-key).")
+@click.option("--api-key", envvar="MEMSTACK_API_KEY", help="With --url [env MEMSTACK_API_KEY].")
+@click.option(
+    "--server-pid",
+    type=int,
+    default=None,
+    help="With --url: the server's process id on this machine, to read its CPU time.",
+)
 @click.option("--clients", type=click.IntRange(1, 256), default=16, show_default=True)
 @click.option("--duration", type=click.FloatRange(0.5, 600), default=20.0, show_default=True)
 @click.option("--max-requests", type=click.IntRange(1), default=100_000, show_default=True)
+@click.option(
+    "--mix",
+    default="50,30,20",
+    show_default=True,
+    help="Shares of store,search,list requests.",
+)
+@_embedder_option
 @click.option(
     "--label", default="", help="What is being measured, e.g. 'sqlite' (kept in the JSON)."
 )
@@ -235,39 +443,130 @@ def _ints(text: str, option: str) -> list[int]:
     "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
 )
 def server(
-    url: str,
-    api_key: str,
+    spawn: bool,
+    url: str | None,
+    api_key: str | None,
+    server_pid: int | None,
     clients: int,
     duration: float,
     max_requests: int,
+    mix: str,
+    embedder_kind: Literal["local", "hash"],
     label: str,
     out: Path | None,
 ) -> None:
-    """Requests/s and p50/p95/p99 latency of a running server under concurrent clients
-    (50% store, 30% search, 20% list)."""
-    from memstack.bench.load import run_load
-    from memstack.bench.report import write_json
+    """Requests/s, p50/p95/p99 per operation and server CPU ms per request under
+    concurrent clients, beside the CPU the same calls take in process (the floor).
 
-    report = asyncio.run(
-        run_load(
-            url=url, api_key=api_key, clients=clients, duration=duration, max_requests=max_requests
-        )
+    By default a throwaway server is started (temporary SQLite file, throwaway tenant),
+    and deleted afterwards. With --url it drives that server, as agents named after a
+    random run id, and deletes every memory it stored when done."""
+    from memstack.bench.report import write_json
+    from memstack.bench.serverbench import LoadOptions
+    from memstack.errors import MemstackError
+
+    if spawn and url:
+        raise click.UsageError("give --spawn or --url, not both")
+    if url and not api_key:
+        raise click.UsageError("--url needs --api-key KEY (or MEMSTACK_API_KEY)")
+    if not url and server_pid is not None:
+        raise click.UsageError("--server-pid goes with --url; a spawned server is measured anyway")
+    ctx = click.get_current_context()
+    if not url and ctx.get_parameter_source("api_key") == click.core.ParameterSource.COMMANDLINE:
+        click.echo("note: --api-key is used with --url only; spawning a throwaway server", err=True)
+    options = LoadOptions(
+        clients=clients, duration=duration, max_requests=max_requests, mix=_mix(mix)
     )
-    summary = report.summary()
-    click.echo(
-        f"{label or url}: {report.requests} requests from {clients} clients in "
-        f"{report.seconds:.1f}s, {report.errors} errors"
-    )
-    click.echo(f"{'operation':<10}{'count':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}")
-    by_op = summary["by_operation"]
-    assert isinstance(by_op, dict)
-    overall = summary["latency_ms"]
-    assert isinstance(overall, dict)
-    for op, stats in [*by_op.items(), ("all", {"count": report.requests, **overall})]:
-        click.echo(
-            f"{op:<10}{stats['count']:>8}{stats['p50']:>10.1f}{stats['p95']:>10.1f}{stats['p99']:>10.1f}"
-        )
-    click.echo(f"throughput: {report.per_second:.1f} requests/s")
+    try:
+        summary = _server_bench(options, url, api_key, server_pid, embedder_kind)
+    except MemstackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    _print_server(summary, label or str(summary["url"]))
     if out:
-        write_json(out, {"label": label, "url": url, **summary})
+        write_json(out, {"label": label, **summary})
         click.echo(f"wrote {out}")
+
+
+def _server_bench(
+    options: LoadOptions,
+    url: str | None,
+    api_key: str | None,
+    server_pid: int | None,
+    embedder_kind: str,
+) -> dict[str, object]:
+    from memstack.bench.inprocess import replay_in_process
+    from memstack.bench.load import delete_memories
+    from memstack.bench.serverbench import measure_load, server_summary
+    from memstack.bench.spawn import spawned_server
+    from memstack.embeddings import EmbeddingSettings
+
+    run_id = uuid.uuid4().hex[:8]
+    extra: dict[str, object] = {"mode": "url" if url else "spawn", "embedder": embedder_kind}
+    with contextlib.ExitStack() as stack:
+        if url is None or api_key is None:
+            spawned = stack.enter_context(spawned_server(embedder_kind))
+            url, api_key, server_pid = spawned.url, spawned.api_key, spawned.pid
+            extra["spawned"] = {"tenant": spawned.tenant, "db": str(spawned.db), "pid": spawned.pid}
+        bar = click.progressbar(length=int(options.duration), label="load", file=sys.stderr)
+        with bar:
+            measured = measure_load(
+                options,
+                url=url,
+                api_key=api_key,
+                pid=server_pid,
+                agent_prefix=f"bench-{run_id}",
+                tick=bar.update,
+            )
+            report, server_cpu_s = asyncio.run(measured)
+        if "spawned" not in extra:
+            cleanup = delete_memories(url=url, api_key=api_key, ids=report.stored_ids)
+            extra["cleanup"] = {"created": len(report.stored_ids), **asyncio.run(cleanup)}
+    embedding = EmbeddingSettings(provider=embedder_kind)
+    with click.progressbar(length=len(report.calls), label="floor", file=sys.stderr) as bar:
+        replay = replay_in_process(report.calls, embedding=embedding, progress=bar.update)
+        floor = asyncio.run(replay)
+    summary = server_summary(report, options=options, server_cpu_s=server_cpu_s, floor=floor)
+    return {"url": url, **extra, **summary}
+
+
+def _mix(text: str) -> Mix:
+    from memstack.bench.load import Mix
+
+    try:
+        store, search, listing = (float(part) for part in text.split(","))
+    except ValueError as exc:
+        raise click.BadParameter(
+            "give three numbers: store,search,list", param_hint="--mix"
+        ) from exc
+    if min(store, search, listing) < 0 or store + search + listing <= 0:
+        raise click.BadParameter("shares must be >= 0, not all 0", param_hint="--mix")
+    return Mix(store=store, search=search, list=listing)
+
+
+def _print_server(summary: dict[str, object], label: str) -> None:
+    from memstack.bench.report import format_table
+
+    click.echo(
+        f"{label}: {summary['requests']} requests from {summary['clients']} clients in "
+        f"{summary['seconds']}s, {summary['errors']} errors"
+    )
+    by_op = summary["by_operation"]
+    overall = summary["latency_ms"]
+    assert isinstance(by_op, dict) and isinstance(overall, dict)
+    rows = [
+        [op, s["count"], s["p50"], s["p95"], s["p99"], s.get("floor_cpu_ms")]
+        for op, s in [*by_op.items(), ("all", {"count": summary["requests"], **overall})]
+    ]
+    click.echo(
+        format_table(("operation", "count", "p50 ms", "p95 ms", "p99 ms", "floor CPU ms"), rows)
+    )
+    click.echo(
+        f"throughput: {summary['requests_per_s']} requests/s; server CPU "
+        f"{_ms(summary['server_cpu_ms_per_request'])} ms/request, in-process floor "
+        f"{_ms(summary['floor_cpu_ms_per_request'])} ms/request, "
+        f"ratio {summary['cpu_ratio'] or '-'}"
+    )
+
+
+def _ms(value: object) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else "-"

@@ -1,187 +1,304 @@
-"""``memstack bench recall``: recall latency and ingest rate against the number of memories.
+"""``memstack bench recall``: recall latency against the number of stored memories.
 
-Synthetic but realistic memories (templated sentences over a few thousand words) are
-embedded once with the benchmark's embedder and ingested into each backend in
-growing steps; at each size, hybrid recall through LongTermMemory is timed over a
-fixed set of queries.
+Synthesized memories (``bench.synth``) are loaded into a store in growing steps
+(1k, then up to 10k, ...) with their vectors given; at each size, for every query,
+the full hybrid recall of LongTermMemory is timed beside its floor (``bench.floor``:
+the same real query embedding plus an exact numpy scan of the namespace). Then
+recall is timed right after a write, and the store's own ``vector_search`` is scored
+against the exact top 10 (recall@10 of any approximate index).
+
+Shapes: ``one-namespace`` keeps all rows in one collection; ``many-namespaces``
+spreads them over one collection per ``PER_NAMESPACE`` rows and recalls inside a few
+target collections.
 """
 
 from __future__ import annotations
 
-import random
-import statistics
 import time
+import uuid
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal
 
 import numpy as np
+import numpy.typing as npt
 
+from memstack.bench.floor import recall_at_k, timed_floor
+from memstack.bench.proc import rss_mb
+from memstack.bench.report import percentiles, ratio
+from memstack.bench.synth import Phrases, synth_rows
 from memstack.clock import Clock
 from memstack.embeddings import Embedder
 from memstack.longterm import Collection, LongTermMemory
 from memstack.storage import Record, RecordStore
 
-__all__ = ["ScalePoint", "ScaleRun", "embed_corpus", "run_scale", "synthetic_memories"]
+__all__ = [
+    "PER_NAMESPACE",
+    "SHAPES",
+    "RecallBench",
+    "RecallPoint",
+    "RecallRun",
+    "Shape",
+    "run_recall",
+]
 
-_SUBJECTS: Final = (
-    "The user",
-    "Alice",
-    "Bob",
-    "My sister",
-    "The team",
-    "Our client",
-    "The manager",
-)
-_VERBS: Final = (
-    "prefers",
-    "dislikes",
-    "bought",
-    "visited",
-    "is learning",
-    "wrote about",
-    "talked about",
-    "recommended",
-    "plans to try",
-    "keeps forgetting",
-)
-_TOPICS: Final = (
-    "green tea",
-    "espresso",
-    "hiking boots",
-    "Rust",
-    "PostgreSQL",
-    "jazz records",
-    "Kyoto",
-    "the Oslo office",
-    "sourdough bread",
-    "marathon training",
-    "a vegetable garden",
-    "chess openings",
-    "vintage cameras",
-    "the quarterly report",
-    "a trip to Lisbon",
-    "Python type hints",
-    "watercolour painting",
-    "a new bicycle",
-    "the piano",
-    "climbing shoes",
-    "oat milk",
-    "board games",
-    "a science fiction novel",
-    "the database migration",
-    "Spanish lessons",
-)
-_DETAILS: Final = (
-    "last week",
-    "every morning",
-    "since 2019",
-    "with friends",
-    "for work",
-    "on weekends",
-    "after the conference",
-    "before the move",
-    "twice a month",
-)
-
-
-def synthetic_memories(n: int, *, seed: int = 7) -> list[str]:
-    rng = random.Random(seed)
-    return [
-        f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_TOPICS)} "
-        f"{rng.choice(_DETAILS)} (note {i})"
-        for i in range(n)
-    ]
-
-
-def embed_corpus(
-    embedder: Embedder,
-    texts: Sequence[str],
-    batch: int = 512,
-    progress: Callable[[int], None] = lambda n: None,
-) -> tuple[np.ndarray, float]:
-    """Embeddings of ``texts`` and the seconds it took."""
-    started = time.perf_counter()
-    parts = []
-    for i in range(0, len(texts), batch):
-        parts.append(embedder.embed_batch(texts[i : i + batch]))
-        progress(len(texts[i : i + batch]))
-    return np.vstack(parts), time.perf_counter() - started
+Shape = Literal["one-namespace", "many-namespaces"]
+SHAPES: Final[tuple[Shape, ...]] = ("one-namespace", "many-namespaces")
+PER_NAMESPACE: Final = 100
+UPSERT_BATCH: Final = 1000
+TARGETS: Final = 5
+"""Collections the many-namespaces shape recalls in, spread over those loaded."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class ScalePoint:
+class RecallBench:
+    """What every store is measured with: the same rows, queries and writes."""
+
+    embedder: Embedder
+    phrases: Phrases
+    sizes: tuple[int, ...]
+    shape: Shape
+    queries: tuple[str, ...]
+    writes: tuple[str, ...]
+    """New sentences remembered one at a time, each followed by one timed recall."""
+    clock: Clock
+    seed: int = 7
+    user: str = field(default_factory=lambda: f"bench-{uuid.uuid4().hex[:8]}")
+    """The collections' user id: unique per run, so a shared database is never mixed up."""
+
+    @property
+    def namespace_prefix(self) -> str:
+        return Collection(user_id=self.user, namespace="x").name.removesuffix("x")
+
+    def collection(self, index: int) -> Collection:
+        name = "scale" if self.shape == "one-namespace" else f"n{index:06d}"
+        return Collection(user_id=self.user, namespace=name)
+
+    def namespace_of(self, row: int) -> int:
+        return 0 if self.shape == "one-namespace" else row // PER_NAMESPACE
+
+    def rows_of(self, index: int, size: int) -> tuple[int, int]:
+        if self.shape == "one-namespace":
+            return 0, size
+        return index * PER_NAMESPACE, min(size, (index + 1) * PER_NAMESPACE)
+
+    def targets(self, size: int) -> list[int]:
+        if self.shape == "one-namespace":
+            return [0]
+        full = max(1, size // PER_NAMESPACE)
+        return sorted({int(i) for i in np.linspace(0, full - 1, min(TARGETS, full)).round()})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecallPoint:
     size: int
+    namespaces: int
     recall_p50_ms: float
     recall_p95_ms: float
-    store_per_s: float
-    """Records written per second at this step, embedding excluded."""
+    floor_p50_ms: float
+    floor_p95_ms: float
+    ratio_p50: float | None
+    ratio_p95: float | None
+    after_write_p50_ms: float | None
+    after_write_p95_ms: float | None
+    after_write_ratio_p50: float | None
+    after_write_ratio_p95: float | None
+    writes_stored: int
+    ann_recall_at_10: float
+    ingest_per_s: float
+    """Rows per second of ``store.upsert`` in batches of 1000, vectors given."""
+    rss_mb: float
+    """This process's resident memory after loading this size."""
+    vectors_mb: float
+    """The raw vectors: size x dim x 4 bytes (the harness keeps one copy for the floor)."""
 
 
 @dataclass(kw_only=True)
-class ScaleRun:
+class RecallRun:
     store: str
-    points: list[ScalePoint] = field(default_factory=list)
+    shape: Shape
+    rss_start_mb: float
+    points: list[RecallPoint] = field(default_factory=list)
 
 
-async def run_scale(
+async def run_recall(
+    bench: RecallBench,
     *,
     store: RecordStore,
     store_name: str,
-    embedder: Embedder,
-    texts: Sequence[str],
-    vectors: np.ndarray,
-    sizes: Sequence[int],
-    queries: Sequence[str],
-    clock: Clock,
+    cleanup: bool = False,
     progress: Callable[[int], None] = lambda n: None,
-) -> ScaleRun:
-    memory = LongTermMemory(
-        collection=Collection(user_id="bench", namespace="scale"),
-        store=store,
-        embedder=embedder,
-        max_items=0,
-        clock=clock,
-    )
-    await memory.clear()
-    run = ScaleRun(store=store_name)
+) -> RecallRun:
+    """Load ``store`` step by step and measure at each size; ``cleanup`` deletes the
+    run's collections afterwards (for a database that outlives the run)."""
+    run = RecallRun(store=store_name, shape=bench.shape, rss_start_mb=round(rss_mb(), 1))
+    matrix = np.empty((max(bench.sizes), bench.phrases.dim), dtype=np.float32)
     done = 0
-    now = clock.now()
-    for size in sorted(sizes):
+    try:
+        for size in sorted(bench.sizes):
+            seconds = _load(bench, store, matrix, done, size, progress)
+            run.points.append(
+                await _measure(bench, store, matrix, size, (size - done) / seconds, progress)
+            )
+            done = size
+    finally:
+        if cleanup:
+            for namespace in store.namespaces(bench.namespace_prefix):
+                store.delete_namespace(namespace)
+    return run
+
+
+def _load(
+    bench: RecallBench,
+    store: RecordStore,
+    matrix: npt.NDArray[np.float32],
+    start: int,
+    stop: int,
+    progress: Callable[[int], None],
+) -> float:
+    """Add rows ``start`` to ``stop``; returns the seconds spent in ``store.upsert``."""
+    now = bench.clock.now()
+    newest = max(bench.sizes)
+    spent = 0.0
+    for lo in range(start, stop, UPSERT_BATCH):
+        rows = synth_rows(bench.phrases, lo, min(stop, lo + UPSERT_BATCH), seed=bench.seed)
+        matrix[lo : lo + len(rows.vectors)] = rows.vectors
+        records = [
+            Record(
+                id=f"m{lo + i}",
+                namespace=bench.collection(bench.namespace_of(lo + i)).name,
+                text=text,
+                kind="fact",
+                created_at=now - (newest - lo - i) * 60.0,
+                updated_at=now,
+                embedding=rows.vectors[i],
+            )
+            for i, text in enumerate(rows.texts())
+        ]
         started = time.perf_counter()
-        for lo in range(done, size, 1000):
-            hi = min(size, lo + 1000)
-            store.upsert(
-                [
-                    Record(
-                        id=f"m{i}",
-                        namespace=memory.namespace,
-                        text=texts[i],
-                        kind="fact",
-                        created_at=now - (size - i) * 60.0,
-                        updated_at=now,
-                        embedding=vectors[i],
-                    )
-                    for i in range(lo, hi)
-                ]
-            )
-        written = size - done
-        store_seconds = time.perf_counter() - started
-        done = size
-        latencies = []
-        for query in queries:
-            t0 = time.perf_counter()
-            await memory.recall(query, 10, touch=False)
-            latencies.append((time.perf_counter() - t0) * 1000)
-        cuts = statistics.quantiles(latencies, n=100, method="inclusive")
-        run.points.append(
-            ScalePoint(
-                size=size,
-                recall_p50_ms=round(cuts[49], 2),
-                recall_p95_ms=round(cuts[94], 2),
-                store_per_s=round(written / store_seconds, 1) if store_seconds else 0.0,
-            )
+        store.upsert(records)
+        spent += time.perf_counter() - started
+        progress(len(records))
+    return max(spent, 1e-9)
+
+
+async def _measure(
+    bench: RecallBench,
+    store: RecordStore,
+    matrix: npt.NDArray[np.float32],
+    size: int,
+    ingest_per_s: float,
+    progress: Callable[[int], None],
+) -> RecallPoint:
+    rss = rss_mb()
+    memories = {
+        t: LongTermMemory(
+            collection=bench.collection(t),
+            store=store,
+            embedder=bench.embedder,
+            max_items=0,
+            clock=bench.clock,
+        )
+        for t in bench.targets(size)
+    }
+    recall, floor, vectors = await _recall_and_floor(bench, memories, matrix, size, progress)
+    after, stored = await _after_writes(bench, memories, progress)
+    ann = [_ann_recall(bench, store, matrix, size, target, vector) for target, vector in vectors]
+    progress(len(ann))
+    r, f, a = percentiles(recall, (50, 95)), percentiles(floor, (50, 95)), _maybe(after)
+    return RecallPoint(
+        size=size,
+        namespaces=bench.namespace_of(size - 1) + 1,
+        recall_p50_ms=r["p50"],
+        recall_p95_ms=r["p95"],
+        floor_p50_ms=f["p50"],
+        floor_p95_ms=f["p95"],
+        ratio_p50=ratio(r["p50"], f["p50"]),
+        ratio_p95=ratio(r["p95"], f["p95"]),
+        after_write_p50_ms=a.get("p50"),
+        after_write_p95_ms=a.get("p95"),
+        after_write_ratio_p50=ratio(a.get("p50"), f["p50"]),
+        after_write_ratio_p95=ratio(a.get("p95"), f["p95"]),
+        writes_stored=stored,
+        ann_recall_at_10=round(float(np.mean(ann)), 4),
+        ingest_per_s=round(ingest_per_s, 1),
+        rss_mb=round(rss, 1),
+        vectors_mb=round(size * bench.phrases.dim * 4 / 2**20, 2),
+    )
+
+
+def _maybe(values: Sequence[float]) -> dict[str, float | None]:
+    return dict(percentiles(values, (50, 95))) if values else {}
+
+
+async def _recall_and_floor(
+    bench: RecallBench,
+    memories: dict[int, LongTermMemory],
+    matrix: npt.NDArray[np.float32],
+    size: int,
+    progress: Callable[[int], None],
+) -> tuple[list[float], list[float], list[tuple[int, npt.NDArray[np.float32]]]]:
+    """Each query's recall and floor milliseconds, taken in turns (alternating which
+    goes first), and the query vectors the floor computed."""
+    targets = sorted(memories)
+    recall: list[float] = []
+    floor: list[float] = []
+    vectors = []
+    for n, query in enumerate(bench.queries):
+        target = targets[n % len(targets)]
+        lo, hi = bench.rows_of(target, size)
+        if n % 2:
+            vector, floor_ms = timed_floor(bench.embedder, query, matrix[lo:hi])
+            recall_ms = await _timed_recall(memories[target], query)
+        else:
+            recall_ms = await _timed_recall(memories[target], query)
+            vector, floor_ms = timed_floor(bench.embedder, query, matrix[lo:hi])
+        recall.append(recall_ms)
+        floor.append(floor_ms)
+        vectors.append((target, vector))
+        progress(1)
+    return recall, floor, vectors
+
+
+async def _after_writes(
+    bench: RecallBench, memories: dict[int, LongTermMemory], progress: Callable[[int], None]
+) -> tuple[list[float], int]:
+    """Remember one new sentence, time one recall, repeat; then delete what was written
+    so the next step and the ANN check see the synthesized rows only."""
+    targets = sorted(memories)
+    written: dict[int, list[str]] = defaultdict(list)
+    latencies = []
+    for n, sentence in enumerate(bench.writes):
+        target = targets[n % len(targets)]
+        outcome = await memories[target].remember(sentence)
+        if outcome.id is not None:
+            written[target].append(outcome.id)
+        latencies.append(
+            await _timed_recall(memories[target], bench.queries[n % len(bench.queries)])
         )
         progress(1)
-    await memory.clear()
-    return run
+    for target, ids in written.items():
+        memories[target].store.delete(memories[target].namespace, ids)
+    return latencies, sum(len(ids) for ids in written.values())
+
+
+async def _timed_recall(memory: LongTermMemory, query: str) -> float:
+    """Milliseconds of one full hybrid recall of 10 (embedding the query included)."""
+    started = time.perf_counter()
+    await memory.recall(query, 10, touch=False)
+    return (time.perf_counter() - started) * 1000
+
+
+def _ann_recall(
+    bench: RecallBench,
+    store: RecordStore,
+    matrix: npt.NDArray[np.float32],
+    size: int,
+    target: int,
+    vector: npt.NDArray[np.float32],
+) -> float:
+    lo, hi = bench.rows_of(target, size)
+    hits = store.vector_search(bench.collection(target).name, vector, k=10)
+    rows = [int(hit.record.id.removeprefix("m")) - lo for hit in hits]
+    return recall_at_k(rows, matrix[lo:hi], vector, 10)

@@ -1,0 +1,90 @@
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from memstack.cli import main
+
+
+def _locomo_file(path: Path) -> Path:
+    turns = [
+        {"speaker": "Ana", "dia_id": f"D1:{i}", "text": f"I planted {i} tomato seedlings today."}
+        for i in range(1, 31)
+    ]
+    sample = {
+        "sample_id": "conv-x",
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": turns,
+        },
+        "qa": [],
+    }
+    path.write_text(json.dumps([sample]), encoding="utf-8")
+    return path
+
+
+def test_bench_ingest_writes_its_json(tmp_path: Path):
+    out = tmp_path / "ingest.json"
+    data = _locomo_file(tmp_path / "locomo.json")
+    result = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "ingest",
+            "--data",
+            str(data),
+            "--n",
+            "20",
+            "--batch",
+            "8",
+            "--embedder",
+            "hash",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["embedder"] == "hash:64" and report["batch"] == 8
+    assert [r["texts"] for r in report["runs"]] == ["locomo", "short"]
+    for run in report["runs"]:
+        assert run["n"] == 20
+        for rate in ("remember_per_s", "remember_many_per_s", "embed_per_s", "upsert_per_s"):
+            assert run[rate] > 0
+        assert run["remember_many_to_embed"] > 0
+        assert run["stored_one"] > 0 and run["stored_many"] > 0
+    assert "of the embedder alone" in result.output
+
+
+def test_short_texts_need_no_locomo_file(tmp_path: Path):
+    out = tmp_path / "ingest.json"
+    result = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "ingest",
+            "--texts",
+            "short",
+            "--data",
+            str(tmp_path / "missing.json"),
+            "--n",
+            "10",
+            "--embedder",
+            "hash",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert [r["texts"] for r in json.loads(out.read_text())["runs"]] == ["short"]
+
+
+def test_a_missing_locomo_file_is_a_one_line_error_naming_data(tmp_path: Path):
+    result = CliRunner().invoke(
+        main, ["bench", "ingest", "--data", str(tmp_path / "missing.json"), "--embedder", "hash"]
+    )
+    assert result.exit_code == 1
+    assert "--data" in result.output and len(result.output.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
