@@ -10,7 +10,7 @@ from memstack.bench.synth import embed_phrases, synth_queries
 from memstack.cli import main
 from memstack.clock import SystemClock
 from memstack.embeddings import HashEmbedder
-from memstack.storage import InMemoryRecordStore
+from memstack.storage import InMemoryRecordStore, PostgresRecordStore
 
 POINT_FIELDS = {
     "size",
@@ -140,3 +140,19 @@ def test_bench_recall_rejects_bad_options_before_any_work(tmp_path: Path):
     bad_sizes = runner.invoke(main, ["bench", "recall", "--sizes", "ten", "--out", str(out)])
     assert bad_sizes.exit_code == 2
     assert not out.exists()
+
+
+def test_bench_recall_on_postgres_leaves_nothing_behind(postgres_url: str, tmp_path: Path):
+    out = tmp_path / "pg.json"
+    args = ["--stores", "postgres", "--postgres-url", postgres_url, "--shape", "many-namespaces"]
+    result = CliRunner().invoke(main, _recall(out, *args))
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["store"] == "postgres"
+    assert [p["namespaces"] for p in run["points"]] == [2, 5]
+    assert all(p["ann_recall_at_10"] == 1.0 for p in run["points"])
+    store = PostgresRecordStore.from_url(postgres_url)
+    try:
+        assert store.namespaces("ltm_bench-") == []
+    finally:
+        store.close()

@@ -9,7 +9,6 @@ scored beside it.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from memstack.bench.bm25 import BM25
 from memstack.bench.locomo_data import LoadStats, Question, Sample
 from memstack.bench.metrics import QuestionResult, Summary, aggregate, score_ranking
+from memstack.bench.report import percentiles
 from memstack.clock import Clock
 from memstack.embeddings import Embedder
 from memstack.longterm import Candidate, Collection, LongTermMemory
@@ -138,7 +138,7 @@ async def run_locomo(
         memstack=aggregate(ours),
         baselines={"bm25": aggregate(bm25), "vector": aggregate(vector)},
         ingest_per_s=stored / ingest_seconds if ingest_seconds else 0.0,
-        recall_ms=_percentiles(latencies),
+        recall_ms=percentiles(latencies, (50, 95)),
         load=stats,
         store=store_name,
         embedder=embedder.model_id,
@@ -154,12 +154,3 @@ def _dia_ids(store: RecordStore, memory: LongTermMemory) -> dict[str, str]:
         if len(page) < 1000:
             return out
         offset += 1000
-
-
-def _percentiles(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {"p50": 0.0, "p95": 0.0}
-    if len(values) == 1:
-        return {"p50": round(values[0], 2), "p95": round(values[0], 2)}
-    cuts = statistics.quantiles(values, n=100, method="inclusive")
-    return {"p50": round(cuts[49], 2), "p95": round(cuts[94], 2)}

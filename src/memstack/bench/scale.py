@@ -160,14 +160,18 @@ def _load(
     """Add rows ``start`` to ``stop``; returns the seconds spent in ``store.upsert``."""
     now = bench.clock.now()
     newest = max(bench.sizes)
+    names: dict[int, str] = {}
     spent = 0.0
     for lo in range(start, stop, UPSERT_BATCH):
         rows = synth_rows(bench.phrases, lo, min(stop, lo + UPSERT_BATCH), seed=bench.seed)
         matrix[lo : lo + len(rows.vectors)] = rows.vectors
+        last = bench.namespace_of(lo + len(rows.vectors) - 1)
+        for index in range(bench.namespace_of(lo), last + 1):
+            names.setdefault(index, bench.collection(index).name)
         records = [
             Record(
                 id=f"m{lo + i}",
-                namespace=bench.collection(bench.namespace_of(lo + i)).name,
+                namespace=names[bench.namespace_of(lo + i)],
                 text=text,
                 kind="fact",
                 created_at=now - (newest - lo - i) * 60.0,
