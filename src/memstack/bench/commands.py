@@ -13,7 +13,6 @@ import click
 
 if TYPE_CHECKING:
     from memstack.bench.load import Mix
-    from memstack.bench.scale import RecallPoint, RecallRun
     from memstack.bench.serverbench import LoadOptions
 
 DEFAULT_LOCOMO = Path("../shared/bench/locomo/locomo-dev.json")
@@ -182,7 +181,8 @@ def recall(
     embedding plus an exact numpy scan), after writes, ANN recall@10, ingest and RSS."""
     from memstack.bench.plot import plot_recall
     from memstack.bench.proc import release_memory, rss_mb
-    from memstack.bench.report import format_table, write_json
+    from memstack.bench.recall_report import recall_payload, recall_table
+    from memstack.bench.report import write_json
     from memstack.bench.scale import RecallBench, run_recall
     from memstack.bench.setup import open_bench_embedder, open_bench_store
     from memstack.bench.synth import embed_phrases, synth_fidelity, synth_queries, synth_sentences
@@ -224,25 +224,14 @@ def recall(
     click.echo(
         f"recall of 10, {n_queries} queries, {writes} after writes; embedder {embedder.model_id}"
     )
-    click.echo(format_table(_RECALL_COLUMNS, [_recall_row(r, p) for r in runs for p in r.points]))
-    payload = {
-        "embedder": embedder.model_id,
-        "dim": phrases.dim,
-        "model_rss_mb": round(model_mb, 1),
-        "rss_before_model_mb": round(before_model, 1),
-        "synth_fidelity": synth_fidelity(embedder, phrases, seed=seed),
-        "shape": shape,
-        "sizes": list(bench_setup.sizes),
-        "queries": n_queries,
-        "writes": writes,
-        "seed": seed,
-        "notes": _RECALL_NOTES,
-        "runs": [
-            {"store": r.store, "shape": r.shape, "rss_start_mb": r.rss_start_mb}
-            | {"points": [vars(p) for p in r.points]}
-            for r in runs
-        ],
-    }
+    click.echo(recall_table(runs))
+    payload = recall_payload(
+        bench_setup,
+        runs,
+        model_rss_mb=model_mb,
+        rss_before_model_mb=before_model,
+        synth_fidelity=synth_fidelity(embedder, phrases, seed=seed),
+    )
     write_json(out, payload)
     png = out.with_suffix(".png")
     try:
@@ -251,49 +240,6 @@ def recall(
         click.echo(f"wrote {out}; {exc}")
     else:
         click.echo(f"wrote {out} and {png}")
-
-
-_RECALL_COLUMNS = (
-    "store",
-    "shape",
-    "size",
-    "p50",
-    "p95",
-    "floor p50",
-    "floor p95",
-    "ratio p95",
-    "after-write p95",
-    "ratio",
-    "ANN R@10",
-    "ingest/s",
-    "RSS MB",
-)
-_RECALL_NOTES = (
-    "Milliseconds. floor = the query's real embedding plus an exact float32 numpy scan of the "
-    "target namespace (top 50). ratio = recall / floor at the same percentile. "
-    "rss_mb is this process after loading that size: it holds the interpreter "
-    "(rss_before_model_mb), the model (model_rss_mb), the harness's own copy of the vectors "
-    "for the floor (vectors_mb) and what the store keeps in process (for memory and sqlite). "
-    "synth_fidelity = mean cosine of synthesized vectors with the real sentence embeddings."
-)
-
-
-def _recall_row(run: RecallRun, p: RecallPoint) -> list[object]:
-    return [
-        run.store,
-        run.shape.split("-")[0],
-        p.size,
-        p.recall_p50_ms,
-        p.recall_p95_ms,
-        p.floor_p50_ms,
-        p.floor_p95_ms,
-        p.ratio_p95,
-        p.after_write_p95_ms,
-        p.after_write_ratio_p95,
-        p.ann_recall_at_10,
-        p.ingest_per_s,
-        p.rss_mb,
-    ]
 
 
 def _stores(text: str, postgres_url: str | None) -> list[str]:
@@ -461,8 +407,10 @@ def server(
     By default a throwaway server is started (temporary SQLite file, throwaway tenant),
     and deleted afterwards. With --url it drives that server, as agents named after a
     random run id, and deletes every memory it stored when done."""
+    import httpx
+
     from memstack.bench.report import write_json
-    from memstack.bench.serverbench import LoadOptions
+    from memstack.bench.serverbench import LoadOptions, server_table
     from memstack.errors import MemstackError
 
     if spawn and url:
@@ -481,7 +429,9 @@ def server(
         summary = _server_bench(options, url, api_key, server_pid, embedder_kind)
     except MemstackError as exc:
         raise click.ClickException(str(exc)) from exc
-    _print_server(summary, label or str(summary["url"]))
+    except httpx.HTTPError as exc:
+        raise click.ClickException(f"the server at {url} failed: {exc!r}") from exc
+    click.echo(server_table(summary, label or str(summary["url"])))
     if out:
         write_json(out, {"label": label, **summary})
         click.echo(f"wrote {out}")
@@ -541,32 +491,3 @@ def _mix(text: str) -> Mix:
     if min(store, search, listing) < 0 or store + search + listing <= 0:
         raise click.BadParameter("shares must be >= 0, not all 0", param_hint="--mix")
     return Mix(store=store, search=search, list=listing)
-
-
-def _print_server(summary: dict[str, object], label: str) -> None:
-    from memstack.bench.report import format_table
-
-    click.echo(
-        f"{label}: {summary['requests']} requests from {summary['clients']} clients in "
-        f"{summary['seconds']}s, {summary['errors']} errors"
-    )
-    by_op = summary["by_operation"]
-    overall = summary["latency_ms"]
-    assert isinstance(by_op, dict) and isinstance(overall, dict)
-    rows = [
-        [op, s["count"], s["p50"], s["p95"], s["p99"], s.get("floor_cpu_ms")]
-        for op, s in [*by_op.items(), ("all", {"count": summary["requests"], **overall})]
-    ]
-    click.echo(
-        format_table(("operation", "count", "p50 ms", "p95 ms", "p99 ms", "floor CPU ms"), rows)
-    )
-    click.echo(
-        f"throughput: {summary['requests_per_s']} requests/s; server CPU "
-        f"{_ms(summary['server_cpu_ms_per_request'])} ms/request, in-process floor "
-        f"{_ms(summary['floor_cpu_ms_per_request'])} ms/request, "
-        f"ratio {summary['cpu_ratio'] or '-'}"
-    )
-
-
-def _ms(value: object) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else "-"

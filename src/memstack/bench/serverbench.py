@@ -18,9 +18,9 @@ import httpx
 from memstack.bench.inprocess import CpuFloor
 from memstack.bench.load import LoadReport, Mix, run_load
 from memstack.bench.proc import cpu_seconds
-from memstack.bench.report import ratio
+from memstack.bench.report import format_table, ratio
 
-__all__ = ["LoadOptions", "measure_load", "server_summary"]
+__all__ = ["LoadOptions", "measure_load", "server_summary", "server_table"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,3 +104,30 @@ def server_summary(
         "floor_cpu_ms_per_request": floor.cpu_ms_per_request,
         "cpu_ratio": ratio(server_ms, floor.cpu_ms_per_request),
     }
+
+
+def server_table(summary: dict[str, object], label: str) -> str:
+    """The printed report: one line of totals, a table per operation, the CPU line."""
+    by_op = summary["by_operation"]
+    overall = summary["latency_ms"]
+    assert isinstance(by_op, dict) and isinstance(overall, dict)
+    rows = [
+        [op, s["count"], s["p50"], s["p95"], s["p99"], s.get("floor_cpu_ms")]
+        for op, s in [*by_op.items(), ("all", {"count": summary["requests"], **overall})]
+    ]
+    headers = ("operation", "count", "p50 ms", "p95 ms", "p99 ms", "floor CPU ms")
+    return "\n".join(
+        [
+            f"{label}: {summary['requests']} requests from {summary['clients']} clients in "
+            f"{summary['seconds']}s, {summary['errors']} errors",
+            format_table(headers, rows),
+            f"throughput: {summary['requests_per_s']} requests/s; server CPU "
+            f"{_ms(summary['server_cpu_ms_per_request'])} ms/request, in-process floor "
+            f"{_ms(summary['floor_cpu_ms_per_request'])} ms/request, "
+            f"ratio {summary['cpu_ratio'] or '-'}",
+        ]
+    )
+
+
+def _ms(value: object) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else "-"

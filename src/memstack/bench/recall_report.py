@@ -1,0 +1,90 @@
+"""The printed table and the JSON report of ``memstack bench recall``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from memstack.bench.floor import FLOOR_K
+from memstack.bench.report import format_table
+from memstack.bench.scale import PER_NAMESPACE, RecallBench, RecallPoint, RecallRun
+
+__all__ = ["recall_payload", "recall_table"]
+
+_COLUMNS: Final = (
+    "store",
+    "shape",
+    "size",
+    "p50",
+    "p95",
+    "floor p50",
+    "floor p95",
+    "ratio p95",
+    "after-write p95",
+    "ratio",
+    "ANN R@10",
+    "ingest/s",
+    "RSS MB",
+)
+NOTES: Final = (
+    "Milliseconds. floor = the query's real embedding plus an exact float32 numpy scan of "
+    f"the target namespace (top {FLOOR_K}). ratio = recall / floor at the same percentile; "
+    "after_write = one remember() then one timed recall, repeated. ann_recall_at_10 = the "
+    "store's vector_search top 10 against the exact top 10. rss_mb is this process after "
+    "loading that size: the interpreter (rss_before_model_mb), the model (model_rss_mb), the "
+    "harness's own copy of the vectors for the floor (vectors_mb) and what the store keeps "
+    "in process (memory, sqlite; postgres keeps it in its server). synth_fidelity = mean "
+    "cosine of the synthesized vectors with the real embeddings of their sentences."
+)
+
+
+def recall_table(runs: Sequence[RecallRun]) -> str:
+    return format_table(_COLUMNS, [_row(run, p) for run in runs for p in run.points])
+
+
+def _row(run: RecallRun, p: RecallPoint) -> list[object]:
+    return [
+        run.store,
+        run.shape.split("-")[0],
+        p.size,
+        p.recall_p50_ms,
+        p.recall_p95_ms,
+        p.floor_p50_ms,
+        p.floor_p95_ms,
+        p.ratio_p95,
+        p.after_write_p95_ms,
+        p.after_write_ratio_p95,
+        p.ann_recall_at_10,
+        p.ingest_per_s,
+        p.rss_mb,
+    ]
+
+
+def recall_payload(
+    bench: RecallBench,
+    runs: Sequence[RecallRun],
+    *,
+    model_rss_mb: float,
+    rss_before_model_mb: float,
+    synth_fidelity: float,
+) -> dict[str, object]:
+    return {
+        "embedder": bench.embedder.model_id,
+        "dim": bench.phrases.dim,
+        "model_rss_mb": round(model_rss_mb, 1),
+        "rss_before_model_mb": round(rss_before_model_mb, 1),
+        "synth_fidelity": synth_fidelity,
+        "shape": bench.shape,
+        "per_namespace": PER_NAMESPACE if bench.shape == "many-namespaces" else None,
+        "sizes": list(bench.sizes),
+        "queries": len(bench.queries),
+        "writes": len(bench.writes),
+        "seed": bench.seed,
+        "floor_k": FLOOR_K,
+        "notes": NOTES,
+        "runs": [
+            {"store": r.store, "shape": r.shape, "rss_start_mb": r.rss_start_mb}
+            | {"points": [vars(p) for p in r.points]}
+            for r in runs
+        ],
+    }
