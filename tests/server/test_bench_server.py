@@ -98,3 +98,11 @@ def test_bench_server_spawns_a_throwaway_server_and_measures_its_cpu(tmp_path: P
 def test_bench_server_rejects_bad_options(args: list[str], message: str):
     result = CliRunner().invoke(main, _bench(*args), env={"MEMSTACK_API_KEY": ""})
     assert result.exit_code == 2 and message in result.output
+
+
+def test_an_unreachable_server_is_a_one_line_error():
+    result = CliRunner().invoke(
+        main, _bench("--url", "http://127.0.0.1:9", "--api-key", "msk_x", "--duration", "1")
+    )
+    assert result.exit_code == 1 and "the server at http://127.0.0.1:9 failed" in result.output
+    assert "Traceback" not in result.output
