@@ -15,23 +15,38 @@ from memstack.longterm.render import RECALLED_PREAMBLE, render_recalled
 from memstack.longterm.scoring import ScoreBreakdown, hybrid_score, recency
 from memstack.longterm.types import RecalledMemory
 from memstack.providers import Message
+from memstack.storage._legacy import legacy_ltm_namespace
+from memstack.storage.namespace import Namespace
 
 DAY = 86_400.0
 
 
 @pytest.mark.parametrize(
-    ("collection", "name"),
+    ("collection", "name", "legacy"),
     [
-        (Collection(user_id="alice", namespace="chat"), "ltm_alice_chat"),
-        (Collection(user_id="alice", namespace="chat", workspace_id="t1"), "ltm_alice_chat:t1"),
-        (Collection(user_id="a@b.io", namespace="chat"), "ltm_a.40b.2eio_chat"),
-        (Collection(user_id="a_b", namespace="c"), "ltm_a.5fb_c"),
-        (Collection(user_id="a", namespace="b_c"), "ltm_a_b.5fc"),
-        (Collection(user_id="ü", namespace="x:y"), "ltm_.c3.bc_x.3ay"),
+        (Collection(user_id="alice", namespace="chat"), "ltm/alice/chat", "ltm_alice_chat"),
+        (
+            Collection(user_id="alice", namespace="chat", workspace_id="t1"),
+            "ltm/alice/chat/t1",
+            "ltm_alice_chat:t1",
+        ),
+        (Collection(user_id="a@b.io", namespace="chat"), "ltm/a@b.io/chat", "ltm_a.40b.2eio_chat"),
+        (Collection(user_id="a_b", namespace="c"), "ltm/a_b/c", "ltm_a.5fb_c"),
+        (Collection(user_id="a/b", namespace="c%"), "ltm/a%2Fb/c%25", "ltm_a.2fb_c.25"),
+        (Collection(user_id="ü", namespace="x:y"), "ltm/ü/x:y", "ltm_.c3.bc_x.3ay"),
     ],
 )
-def test_collection_names(collection: Collection, name: str):
+def test_collection_names_and_the_legacy_names_they_replace(
+    collection: Collection, name: str, legacy: str
+):
     assert collection.name == name
+    assert Namespace.decode(name) == collection.storage_namespace
+    assert legacy_ltm_namespace(legacy) == name
+
+
+@pytest.mark.parametrize("other", ["bank", "ltm_", "ltm_a", "ltm_a_b_c", "ltm_a.zz_b", "mem/x/y"])
+def test_names_not_of_the_legacy_form_are_left_alone(other: str):
+    assert legacy_ltm_namespace(other) is None
 
 
 def test_collection_names_never_collide_across_users():
@@ -43,9 +58,11 @@ def test_collection_names_never_collide_across_users():
             ("a", "b", "c"),
             ("a", "b:c", None),
             ("a.5fb", "c", None),
+            ("a/b", "c", None),
+            ("a", "b/c", None),
         ]
     }
-    assert len(names) == 5
+    assert len(names) == 7
 
 
 @pytest.mark.parametrize(

@@ -105,7 +105,7 @@ def test_create_default_returns_none_exactly_when_the_spec_says(enabled, env, cr
     assert (memory is not None) == created
     if memory is not None:
         assert memory.is_ready()
-        assert memory.namespace == "ltm_u1_chat"
+        assert memory.namespace == "ltm/u1/chat"
         memory.close()
 
 
@@ -122,7 +122,7 @@ def test_create_default_wires_the_sqlite_file_and_settings(tmp_path: Path, clock
     )
     assert memory is not None
     try:
-        assert memory.namespace == "ltm_u1_chat:thread-9"
+        assert memory.namespace == "ltm/u1/chat/thread-9"
         assert memory.max_items == 7
         assert db.exists()
     finally:

@@ -15,6 +15,7 @@ import pytest
 from memstack.clock import ManualClock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import Filter, SQLiteRecordStore
+from memstack.storage._sqlite_schema import MIGRATIONS
 from tests.storage.records import ids, key, rec
 
 
@@ -140,12 +141,14 @@ def test_data_survives_close_and_reopen(path: Path, clock: ManualClock) -> None:
         second.close()
 
 
-def test_file_is_in_wal_mode_with_one_migration_row(pair, path: Path) -> None:
+def test_file_is_in_wal_mode_with_one_row_per_migration(pair, path: Path) -> None:
     a, _ = pair
     a.setup()
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert conn.execute("SELECT version FROM schema_migrations").fetchall() == [(1,)]
+        assert conn.execute("SELECT version FROM schema_migrations").fetchall() == [
+            (v,) for v in range(1, len(MIGRATIONS) + 1)
+        ]
     conn.close()
 
 

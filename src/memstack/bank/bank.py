@@ -11,13 +11,14 @@ from memstack.bank._backends import Backend, DictBackend, RecordStoreBackend
 from memstack.bank.tools import bank_tools
 from memstack.clock import Clock, SystemClock
 from memstack.errors import InvalidInput, StoreUnavailable
-from memstack.storage import RecordStore, SQLiteRecordStore
+from memstack.storage import Namespace, RecordStore, SQLiteRecordStore
 from memstack.tools import Tool
 
 __all__ = ["DEFAULT_NAMESPACE", "MemoryBank"]
 
 DEFAULT_NAMESPACE = "bank"
-"""The record-store namespace a durable bank writes to unless told otherwise."""
+"""The name of the bank a durable MemoryBank keeps unless told otherwise; its records
+live in ``Namespace("bank")``, another name's in ``Namespace("bank", name)``."""
 
 
 class MemoryBank:
@@ -130,7 +131,9 @@ def _open_backend(
             raise InvalidInput(
                 f"store must be a RecordStore; got {type(store).__name__}.", field="store"
             )
-        return RecordStoreBackend(store, namespace=namespace, clock=clock, owns_store=False)
+        return RecordStoreBackend(
+            store, namespace=_storage_name(namespace), clock=clock, owns_store=False
+        )
     if path is None:
         return DictBackend()
     if not isinstance(path, str | PathLike) or not str(path).strip():
@@ -141,4 +144,13 @@ def _open_backend(
     except BaseException:
         opened.close()
         raise
-    return RecordStoreBackend(opened, namespace=namespace, clock=clock, owns_store=True)
+    return RecordStoreBackend(
+        opened, namespace=_storage_name(namespace), clock=clock, owns_store=True
+    )
+
+
+def _storage_name(name: str) -> str:
+    """Where a bank named ``name`` keeps its records: under the ``bank`` root, so no bank
+    name reaches another owner's records (the default bank is the root itself)."""
+    bank = Namespace("bank") if name == DEFAULT_NAMESPACE else Namespace("bank", name)
+    return bank.encode()

@@ -1,15 +1,14 @@
-"""The per-user collection a LongTermMemory lives in: ``ltm_<user>_<namespace>[:<workspace>]``."""
+"""The per-user collection a LongTermMemory lives in: ``ltm/<user>/<namespace>[/<workspace>]``."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from memstack.errors import InvalidInput
+from memstack.storage.namespace import Namespace
 
 __all__ = ["Collection"]
 
-_SAFE = re.compile(r"[A-Za-z0-9-]")
 _MAX_PART = 200
 _MAX_NAME_BYTES = 1024
 
@@ -18,10 +17,9 @@ _MAX_NAME_BYTES = 1024
 class Collection:
     """Whose memories, in which bucket. ``name`` is the one place the storage name is built.
 
-    Each part is sanitized so the name stays injective: any character outside
-    ``[A-Za-z0-9-]`` (``_``, ``:`` and ``.`` included) is written as ``.xx`` hex,
-    so user ``a_b`` in namespace ``c`` can never share a collection with user
-    ``a`` in namespace ``b_c``.
+    ``storage_namespace`` is its ``Namespace`` under the ``ltm`` root, whose one encoder
+    keeps names injective: user ``a/b`` in namespace ``c`` never shares a collection
+    with user ``a`` in namespace ``b/c``.
     """
 
     user_id: str
@@ -41,9 +39,16 @@ class Collection:
             )
 
     @property
+    def storage_namespace(self) -> Namespace:
+        parts: tuple[str, ...] = (self.user_id, self.namespace)
+        if self.workspace_id is not None:
+            parts = (*parts, self.workspace_id)
+        return Namespace("ltm", *parts)
+
+    @property
     def name(self) -> str:
-        base = f"ltm_{_encode(self.user_id)}_{_encode(self.namespace)}"
-        return f"{base}:{_encode(self.workspace_id)}" if self.workspace_id is not None else base
+        """The encoded namespace, as the record store keeps it."""
+        return self.storage_namespace.encode()
 
 
 def _check(field: str, value: object) -> None:
@@ -51,10 +56,3 @@ def _check(field: str, value: object) -> None:
         raise InvalidInput(f"{field} must be a non-empty string; got {value!r}.", field=field)
     if len(value) > _MAX_PART:
         raise InvalidInput(f"{field} is longer than {_MAX_PART} characters.", field=field)
-
-
-def _encode(part: str) -> str:
-    return "".join(
-        ch if _SAFE.fullmatch(ch) else "".join(f".{b:02x}" for b in ch.encode("utf-8"))
-        for ch in part
-    )

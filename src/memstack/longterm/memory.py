@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import heapq
 import math
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final, TypedDict
 
 import numpy as np
@@ -17,7 +17,14 @@ from memstack.embeddings import Embedder
 from memstack.errors import ConfigError, InvalidInput
 from memstack.longterm.collection import Collection
 from memstack.longterm.extraction import build_extraction_messages, parse_candidates
-from memstack.longterm.scoring import KEYWORD_WEIGHT, hybrid_score, recency, retention_score
+from memstack.longterm.scoring import (
+    HALF_LIFE_DAYS,
+    KEYWORD_WEIGHT,
+    W_IMPORTANCE,
+    W_RECENCY,
+    hybrid_score,
+    recency,
+)
 from memstack.longterm.secrets import secret_kind
 from memstack.longterm.types import (
     LTM_KINDS,
@@ -28,7 +35,7 @@ from memstack.longterm.types import (
     RememberOutcome,
 )
 from memstack.providers.base import ChatModel, Message
-from memstack.storage import Record, RecordStore
+from memstack.storage import Cap, Record, RecordStore
 from memstack.storage.hybrid import HybridHit, hybrid_candidates
 
 __all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "LongTermMemory"]
@@ -37,7 +44,6 @@ DEFAULT_MAX_ITEMS: Final = 500
 DEDUPE_THRESHOLD: Final = 0.92
 MAX_TEXT_CHARS: Final = 4_000
 MAX_K: Final = 100
-_SCAN_PAGE: Final = 500
 _MIN_POOL: Final = 50
 
 
@@ -110,6 +116,7 @@ class LongTermMemory:
             vector=vector,
             pool=max(4 * k, _MIN_POOL),
             keyword_weight=self.keyword_weight,
+            model_id=self.embedder.model_id,
         )
         now = self.clock.now()
         ranked = sorted(
@@ -196,31 +203,57 @@ class LongTermMemory:
                 pending.append(i)
         if pending:
             vectors = self.embedder.embed_batch([candidates[i].text for i in pending])
-            records = self._dedupe_and_build(candidates, pending, vectors, dedupe, outcomes)
+            duplicates: list[_Duplicate | None] = (
+                self._duplicates(vectors) if dedupe else [None] * len(pending)
+            )
+            records = self._build(candidates, pending, vectors, duplicates, outcomes)
             if records:
-                self.store.upsert(records)
-                self._evict()
+                self.store.write(
+                    upserts=records, caps=self._caps(), model_id=self.embedder.model_id
+                )
         return [o for o in outcomes if o is not None]
 
-    def _dedupe_and_build(
+    def _duplicates(self, vectors: np.ndarray) -> list[_Duplicate | None]:
+        """Per vector, what it duplicates (cosine >= 0.92): the nearest stored item, found
+        for the whole batch in one pass, or a kept earlier vector of the same batch."""
+        stored = self.store.nearest(self.namespace, vectors, model_id=self.embedder.model_id)
+        within = vectors @ vectors.T
+        found: list[_Duplicate | None] = []
+        for row, hit in enumerate(stored):
+            best = None
+            if hit is not None and hit[1] >= DEDUPE_THRESHOLD:
+                best = _Duplicate(stored_id=hit[0], similarity=hit[1])
+            kept = [j for j in range(row) if found[j] is None]
+            if kept:
+                j = kept[int(np.argmax(within[row, kept]))]
+                similarity = float(within[row, j])
+                if similarity >= DEDUPE_THRESHOLD and (
+                    best is None or similarity > best.similarity
+                ):
+                    best = _Duplicate(batch_row=j, similarity=similarity)
+            found.append(best)
+        return found
+
+    def _build(
         self,
         candidates: list[Candidate],
         pending: list[int],
         vectors: np.ndarray,
-        dedupe: bool,
+        duplicates: list[_Duplicate | None],
         outcomes: list[RememberOutcome | None],
     ) -> list[Record]:
         now = self.clock.now()
         records: list[Record] = []
+        ids: dict[int, str] = {}  # batch row -> id of the record stored for it
         for row, i in enumerate(pending):
-            candidate, vector = candidates[i], vectors[row]
-            duplicate = self._duplicate_of(vector, records) if dedupe else None
+            candidate, duplicate = candidates[i], duplicates[row]
             if duplicate is not None:
+                of = duplicate.stored_id
                 outcomes[i] = RememberOutcome(
                     status="duplicate",
                     text=candidate.text,
-                    duplicate_of=duplicate[0],
-                    similarity=duplicate[1],
+                    duplicate_of=of if of is not None else ids[duplicate.batch_row or 0],
+                    similarity=duplicate.similarity,
                 )
                 continue
             record = Record(
@@ -232,54 +265,27 @@ class LongTermMemory:
                 metadata=candidate.metadata,
                 created_at=candidate.created_at if candidate.created_at is not None else now,
                 updated_at=now,
-                embedding=vector,
+                embedding=vectors[row],
             )
+            ids[row] = record.id
             records.append(record)
             outcomes[i] = RememberOutcome(status="stored", text=candidate.text, id=record.id)
         return records
 
-    def _duplicate_of(self, vector: np.ndarray, batch: list[Record]) -> tuple[str, float] | None:
-        """The id and cosine of an existing or earlier-in-batch item at >= 0.92, if any."""
-        best: tuple[str, float] | None = None
-        for hit in self.store.vector_search(self.namespace, vector, k=1):
-            if hit.score >= DEDUPE_THRESHOLD:
-                best = (hit.record.id, hit.score)
-        for record in batch:
-            assert record.embedding is not None
-            similarity = float(np.dot(record.embedding, vector))
-            if similarity >= DEDUPE_THRESHOLD and (best is None or similarity > best[1]):
-                best = (record.id, similarity)
-        return best
-
-    def _evict(self) -> int:
-        """Drop the lowest-scored items above ``max_items``, found by a paged scan."""
+    def _caps(self) -> list[Cap]:
+        """Eviction down to ``max_items``, in the write's own transaction: the lowest
+        retention score (0.2·recency + 0.1·importance) goes first."""
         if self.max_items == 0:
-            return 0
-        excess = self.store.count(self.namespace) - self.max_items
-        if excess <= 0:
-            return 0
-        now = self.clock.now()
-        scored: list[tuple[float, float, str]] = []
-        offset = 0
-        while True:
-            page = self.store.list(
-                self.namespace, limit=_SCAN_PAGE, offset=offset, order="created_asc"
+            return []
+        return [
+            Cap(
+                namespace=self.namespace,
+                keep=self.max_items,
+                recency_weight=W_RECENCY,
+                importance_weight=W_IMPORTANCE,
+                half_life_days=HALF_LIFE_DAYS,
             )
-            for record in page:
-                keep = retention_score(
-                    recency=recency(
-                        created_at=record.created_at,
-                        last_accessed_at=record.last_accessed_at,
-                        now=now,
-                    ),
-                    importance=record.importance,
-                )
-                scored.append((keep, record.created_at, record.id))
-            if len(page) < _SCAN_PAGE:
-                break
-            offset += _SCAN_PAGE
-        doomed = [item[2] for item in heapq.nsmallest(excess, scored)]
-        return self.store.delete(self.namespace, doomed)
+        ]
 
     # -- the rest ------------------------------------------------------------------
 
@@ -306,6 +312,15 @@ class LongTermMemory:
             self.store.list, self.namespace, limit=limit, offset=offset
         )
         return [LongTermItem(**_item_fields(r)) for r in records]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Duplicate:
+    """What a candidate duplicates: a stored item, or a kept row of the same batch."""
+
+    stored_id: str | None = None
+    batch_row: int | None = None
+    similarity: float
 
 
 class _ItemFields(TypedDict):

@@ -11,7 +11,6 @@ __all__ = [
     "ScoreBreakdown",
     "hybrid_score",
     "recency",
-    "retention_score",
 ]
 
 W_SIMILARITY: Final = 0.7
@@ -79,8 +78,3 @@ def hybrid_score(
         importance=importance,
         score=score,
     )
-
-
-def retention_score(*, recency: float, importance: float) -> float:
-    """The query-free part of the score, used to pick what eviction drops."""
-    return W_RECENCY * recency + W_IMPORTANCE * importance

@@ -1,32 +1,46 @@
 """memstack.storage: the one persistence seam, a record store with vector and keyword search.
 
-Records live in namespaces; every backend implements ``RecordStore`` and passes the
-same contract tests:
+Records live in namespaces (``Namespace``: one encoder, a reserved root per owner).
+``RecordStore`` validates every call once and delegates to a narrow ``Backend``; every
+backend passes the same contract tests:
 
-- ``InMemoryRecordStore``: the reference implementation, in process memory.
-- ``SQLiteRecordStore``: the default, one file (FTS5 keywords, numpy vector scan).
-- ``PostgresRecordStore``: PostgreSQL with pgvector and tsvector (``memstack[postgres]``).
+- ``InMemoryRecordStore`` (``InMemoryBackend``): the reference, in process memory.
+- ``SQLiteRecordStore`` (``SQLiteBackend``): the default, one file (FTS5 keywords,
+  numpy vector scan).
+- ``PostgresRecordStore`` (``PostgresBackend``): PostgreSQL with pgvector and tsvector
+  (``memstack[postgres]``).
 
 ``open_record_store(url)`` builds one from a URL.
 """
 
-from memstack.storage.base import RecordStore, get_one
+from memstack.storage.backend import Backend, Cap, NamespaceInfo, WriteResult
+from memstack.storage.base import NamespaceLike, RecordStore, get_one
 from memstack.storage.factory import open_record_store
-from memstack.storage.memory import InMemoryRecordStore
-from memstack.storage.postgres import PostgresRecordStore
-from memstack.storage.sqlite import SQLiteRecordStore
+from memstack.storage.memory import InMemoryBackend, InMemoryRecordStore
+from memstack.storage.namespace import Namespace
+from memstack.storage.postgres import PostgresBackend, PostgresRecordStore
+from memstack.storage.sqlite import SQLiteBackend, SQLiteRecordStore
 from memstack.storage.types import Filter, Order, Record, ScoredRecord, Vector
 
 __all__ = [
+    "Backend",
+    "Cap",
     "Filter",
+    "InMemoryBackend",
     "InMemoryRecordStore",
+    "Namespace",
+    "NamespaceInfo",
+    "NamespaceLike",
     "Order",
+    "PostgresBackend",
     "PostgresRecordStore",
     "Record",
     "RecordStore",
+    "SQLiteBackend",
     "SQLiteRecordStore",
     "ScoredRecord",
     "Vector",
+    "WriteResult",
     "get_one",
     "open_record_store",
 ]

@@ -12,6 +12,7 @@ Choices:
   post-filters by namespace and would drop true neighbours. A later migration can add
   ``CREATE INDEX ... USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE dim = 384``
   for one very large namespace.
+- ``namespace_info`` (2) keeps each namespace's embedding dimension and model.
 - ``tsv`` is generated from ``text`` with the ``english`` configuration and GIN-indexed.
 """
 
@@ -48,5 +49,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX records_expires ON {schema}.records (expires_at)"
         " WHERE expires_at IS NOT NULL",
         "CREATE INDEX records_tsv ON {schema}.records USING gin (tsv)",
+    ),
+    (
+        """CREATE TABLE {schema}.namespace_info (
+            namespace text PRIMARY KEY,
+            dim integer NOT NULL,
+            model_id text
+        )""",
+        """INSERT INTO {schema}.namespace_info (namespace, dim)
+            SELECT namespace, max(dim) FROM {schema}.records WHERE dim IS NOT NULL
+            GROUP BY namespace""",
     ),
 )

@@ -8,6 +8,8 @@ caller's write transaction, so a schema change is all or nothing.
 - ``namespace_versions`` counts writes per namespace; the vector cache compares it to
   notice writes made through any connection, in this process or another. Its rows are
   never deleted, so a count never goes back to a value a cache has seen.
+- ``namespace_info`` (2) keeps each namespace's embedding dimension and model, so a
+  write checks them with one lookup instead of scanning records.
 """
 
 from __future__ import annotations
@@ -59,6 +61,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             INSERT INTO records_fts (records_fts, rowid, text) VALUES ('delete', old.pk, old.text);
             INSERT INTO records_fts (rowid, text) VALUES (new.pk, new.text);
         END""",
+    ),
+    (
+        """CREATE TABLE namespace_info (
+            namespace TEXT PRIMARY KEY,
+            dim INTEGER NOT NULL,
+            model_id TEXT
+        ) WITHOUT ROWID""",
+        """INSERT INTO namespace_info (namespace, dim)
+            SELECT namespace, max(dim) FROM records WHERE dim IS NOT NULL GROUP BY namespace""",
     ),
 )
 

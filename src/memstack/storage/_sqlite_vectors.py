@@ -1,4 +1,4 @@
-"""Per-namespace float32 matrices for the SQLite backend's exact vector search.
+"""Per-namespace vector matrices for the SQLite backend's exact vector search.
 
 Why not sqlite-vec: the stdlib ``sqlite3`` here cannot load extensions, and on this
 machine an exact numpy scan over a cached float32 matrix measured about 5 ms at 100k
@@ -7,35 +7,25 @@ cost recall.
 
 An entry is valid while the namespace's row in ``namespace_versions`` still holds the
 version it was built at; every write to a namespace, from any connection or process,
-bumps that row in the same transaction. The price of that simplicity: the first search
-after a write reloads the namespace (about 1.6 s for 100k x 384 here, milliseconds for
-the few thousand records of a typical user namespace); a warm search over 100k x 384
-takes about 8 ms on 2 cores.
+bumps that row in the same transaction. This store's own writes update the entries in
+place (``begin`` -> ``CacheDiff`` -> ``commit``) and move them to the new version, so
+only another connection's write makes the next search reload the namespace.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
-import numpy as np
-import numpy.typing as npt
+from memstack.storage import _sqlite_query as q
+from memstack.storage._vector_rows import VectorRows, load_rows
+from memstack.storage.types import Record
 
-from memstack.storage._vectors import normalized
+__all__ = ["CacheDiff", "VectorCache", "namespace_version"]
 
-__all__ = ["NamespaceMatrix", "VectorCache", "namespace_version"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class NamespaceMatrix:
-    """The embedded records of one namespace, as of ``version``."""
-
-    version: int
-    pks: npt.NDArray[np.int64]
-    unit_rows: npt.NDArray[np.float32]  # (n, dim), each row of length 1
-    expires_at: npt.NDArray[np.float64]  # +inf where a record never expires
-    dim: int | None
+_FETCH = 1_000
 
 
 def namespace_version(conn: sqlite3.Connection, namespace: str) -> int:
@@ -45,55 +35,119 @@ def namespace_version(conn: sqlite3.Connection, namespace: str) -> int:
     return 0 if row is None else int(row[0])
 
 
+@dataclass(kw_only=True)
+class _Entry:
+    version: int
+    rows: VectorRows[int] | None  # None: the namespace holds no embedding
+
+
+@dataclass(kw_only=True)
+class CacheDiff:
+    """What one write transaction changes in the cached namespaces it touches."""
+
+    versions: dict[str, int]
+    """The version each cached, touched namespace had when the write began."""
+    puts: dict[str, list[tuple[int, Record]]] = field(default_factory=dict)
+    removes: dict[str, list[int]] = field(default_factory=dict)
+
+    def upserted(self, conn: sqlite3.Connection, records: Sequence[Record]) -> None:
+        by_namespace: dict[str, dict[str, Record]] = {}
+        for record in records:
+            if record.namespace in self.versions:
+                by_namespace.setdefault(record.namespace, {})[record.id] = record
+        for namespace, wanted in by_namespace.items():
+            rows = conn.execute(
+                "SELECT pk, id FROM records"
+                " WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
+                (namespace, q.json_list(list(wanted))),
+            ).fetchall()
+            self.puts.setdefault(namespace, []).extend((int(pk), wanted[id]) for pk, id in rows)
+
+    def removed(self, namespace: str, pks: Sequence[int]) -> None:
+        if namespace in self.versions and pks:
+            self.removes.setdefault(namespace, []).extend(pks)
+
+
 class VectorCache:
     """A small LRU of namespace matrices; the caller serializes access."""
 
     def __init__(self, max_namespaces: int = 32) -> None:
         self._max = max_namespaces
-        self._entries: OrderedDict[str, NamespaceMatrix] = OrderedDict()
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
 
-    def matrix(self, conn: sqlite3.Connection, namespace: str) -> NamespaceMatrix:
-        """The namespace's matrix, reloaded if any connection wrote to it since."""
+    def rows(self, conn: sqlite3.Connection, namespace: str) -> VectorRows[int] | None:
+        """The namespace's vectors, reloaded if another connection wrote to it since."""
         version = namespace_version(conn, namespace)
         entry = self._entries.get(namespace)
         if entry is None or entry.version != version:
-            entry = _load(conn, namespace, version)
+            self._entries.pop(namespace, None)  # free the old matrix before loading anew
+            entry = _Entry(version=version, rows=_load(conn, namespace))
             self._entries[namespace] = entry
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
         self._entries.move_to_end(namespace)
-        return entry
+        return entry.rows
+
+    def begin(self, conn: sqlite3.Connection, namespaces: set[str]) -> CacheDiff:
+        """Start a write to ``namespaces``; call inside its transaction, before it writes."""
+        versions = {}
+        for namespace in namespaces:
+            entry = self._entries.get(namespace)
+            if entry is not None:
+                if entry.version == namespace_version(conn, namespace):
+                    versions[namespace] = entry.version
+                else:
+                    del self._entries[namespace]
+        return CacheDiff(versions=versions)
+
+    def commit(self, diff: CacheDiff) -> None:
+        """Apply a write's changes to the entries it touched; each write bumps a
+        namespace's version by exactly one."""
+        for namespace, version in diff.versions.items():
+            entry = self._entries.get(namespace)
+            if entry is None or entry.version != version:
+                self._entries.pop(namespace, None)
+                continue
+            for pk in diff.removes.get(namespace, ()):
+                if entry.rows is not None:
+                    entry.rows.remove(pk)
+            for pk, record in diff.puts.get(namespace, ()):
+                _put(entry, pk, record)
+            entry.version = version + 1
+
+    def drop(self, namespace: str) -> None:
+        self._entries.pop(namespace, None)
 
     def clear(self) -> None:
         self._entries.clear()
 
 
-def _load(conn: sqlite3.Connection, namespace: str, version: int) -> NamespaceMatrix:
-    rows = conn.execute(
+def _put(entry: _Entry, pk: int, record: Record) -> None:
+    if record.embedding is None:
+        if entry.rows is not None:
+            entry.rows.remove(pk)
+        return
+    if entry.rows is None:
+        entry.rows = VectorRows(record.embedding.shape[0])
+    entry.rows.put(pk, record.embedding, record.expires_at)
+
+
+def _load(conn: sqlite3.Connection, namespace: str) -> VectorRows[int] | None:
+    row = conn.execute(
+        "SELECT count(*), max(dim) FROM records WHERE namespace = ? AND embedding IS NOT NULL",
+        (namespace,),
+    ).fetchone()
+    count, dim = int(row[0]), row[1]
+    if count == 0:
+        return None
+    cursor = conn.execute(
         "SELECT pk, embedding, expires_at FROM records"
         " WHERE namespace = ? AND embedding IS NOT NULL ORDER BY pk",
         (namespace,),
-    ).fetchall()
-    if not rows:
-        empty = np.zeros((0, 0), dtype=np.float32)
-        return NamespaceMatrix(
-            version=version,
-            pks=np.zeros(0, dtype=np.int64),
-            unit_rows=empty,
-            expires_at=np.zeros(0),
-            dim=None,
-        )
-    blobs = [row[1] for row in rows]
-    dim = len(blobs[0]) // 4
-    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rows), dim)
-    return NamespaceMatrix(
-        version=version,
-        pks=np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)),
-        unit_rows=normalized(matrix.astype(np.float32)),
-        expires_at=np.fromiter(
-            (np.inf if row[2] is None else row[2] for row in rows),
-            dtype=np.float64,
-            count=len(rows),
-        ),
-        dim=dim,
     )
+
+    def rows() -> Iterator[tuple[int, bytes, float | None]]:
+        while batch := cursor.fetchmany(_FETCH):
+            yield from batch
+
+    return load_rows(int(dim), count, rows())

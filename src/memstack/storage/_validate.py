@@ -1,6 +1,7 @@
 """Argument checks shared by every backend: each raises ``InvalidInput`` naming the field.
 
-Backends call these before touching storage, so a rejected call changes nothing.
+``RecordStore`` calls these before its backend touches storage, so a rejected call
+changes nothing.
 The checked values come back normalized (deduplicated ids, JSON-copied metadata,
 read-only float32 embeddings).
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import get_args
 
 import numpy as np
+import numpy.typing as npt
 
 from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput
@@ -105,9 +107,14 @@ def check_positive(value: object, field: str, maximum: int = MAX_LIMIT) -> int:
     return value
 
 
+MAX_OFFSET = 2**62
+
+
 def check_offset(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"offset must be an integer >= 0; got {value!r}.", field="offset")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OFFSET:
+        raise InvalidInput(
+            f"offset must be an integer from 0 to 2^62; got {value!r}.", field="offset"
+        )
     return value
 
 
@@ -145,6 +152,23 @@ def check_vector(value: object, field: str) -> Vector:
         )
     array.flags.writeable = False
     return array
+
+
+def check_matrix(value: object, field: str) -> npt.NDArray[np.float32]:
+    """A read-only 2-D float32 copy of ``value``: ``(m, dim)``, each row as ``check_vector``."""
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{field} must be a 2-D array of numbers.", field=field) from exc
+    if raw.ndim != 2:
+        raise InvalidInput(
+            f"{field} must be a 2-D array (one row per vector); got shape {raw.shape}.",
+            field=field,
+        )
+    rows = [check_vector(row, f"{field}[{i}]") for i, row in enumerate(raw)]
+    matrix = np.stack(rows) if rows else np.zeros((0, raw.shape[1]), np.float32)
+    matrix.flags.writeable = False
+    return matrix
 
 
 def check_metadata(value: object, field: str) -> dict[str, JSON]:

@@ -1,93 +1,208 @@
-"""The RecordStore protocol every backend implements, and helpers written once above it."""
+"""RecordStore: records scoped by namespace, searched by vector, keywords and filters.
+
+One concrete class above every storage engine: it validates each argument once (an
+``InvalidInput`` naming the field; a rejected call changes nothing), reads the clock,
+and hands the checked values to a ``Backend`` (``backend.py``): in process memory,
+SQLite (the default) or PostgreSQL. Convenience written once lives here too.
+"""
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
 
 import numpy.typing as npt
 
-from memstack.errors import NotFound
+from memstack.clock import Clock, SystemClock
+from memstack.errors import InvalidInput, NotFound
+from memstack.storage import _validate as check
+from memstack.storage._text import query_words
+from memstack.storage._vectors import normalized
+from memstack.storage.backend import (
+    Backend,
+    Cap,
+    ModelClaim,
+    NamespaceInfo,
+    Page,
+    WriteBatch,
+    WriteResult,
+    check_model,
+)
+from memstack.storage.namespace import Namespace
 from memstack.storage.types import Filter, Order, Record, ScoredRecord
 
-__all__ = ["RecordStore", "get_one"]
+__all__ = ["NamespaceLike", "RecordStore", "get_one"]
+
+NamespaceLike = Namespace | str
+"""A ``Namespace``, or its encoded string (any non-empty string of at most 1 kB)."""
 
 
-@runtime_checkable
-class RecordStore(Protocol):
+class RecordStore:
     """Records scoped by namespace, searched by vector, by keywords and by filters.
 
-    Implementations are synchronous and safe to call from several threads at once.
-    Every call validates its arguments first and raises ``InvalidInput`` naming the
-    field; a rejected write changes nothing. Reads hide expired records (``expires_at``
-    at or before the store clock's now) unless ``Filter(include_expired=True)``.
-    A record in one namespace is never returned by a call on another.
+    Safe to call from several threads at once. Reads hide expired records
+    (``expires_at`` at or before the clock's now) unless ``Filter(include_expired=True)``.
+    A record in one namespace is never returned by a call on another. Writes that pass
+    ``model_id`` record which embedding model a namespace's vectors come from; a later
+    write or search with another model is a ``ConfigError`` naming both.
     """
+
+    def __init__(self, backend: Backend, *, clock: Clock | None = None) -> None:
+        self.backend = backend
+        self.clock: Clock = clock if clock is not None else SystemClock()
 
     def setup(self) -> None:
         """Create or migrate the schema; safe to call any number of times."""
-        ...
+        self.backend.setup(self.clock.now())
+        _migrate_legacy_namespaces(self.backend, self.clock.now())
 
     def close(self) -> None:
         """Release connections (and a pool the store opened itself)."""
-        ...
+        self.backend.close()
 
-    def upsert(self, records: Sequence[Record]) -> None:
+    # -- writes -------------------------------------------------------------------
+
+    def upsert(self, records: Sequence[Record], *, model_id: str | None = None) -> None:
         """Insert each record, or replace the one with the same ``(namespace, id)``.
 
-        All or nothing. Within one namespace every embedding has the dimension of
-        those already stored. If a batch repeats a key, the last one wins.
+        All or nothing. Within one namespace every embedding has one dimension (and,
+        when ``model_id`` is given, one model). If a batch repeats a key, the last wins.
         """
-        ...
+        self.write(upserts=records, model_id=model_id)
 
-    def get(self, namespace: str, ids: Sequence[str]) -> builtins.list[Record]:
-        """The records with these ids that exist, in the order asked, without repeats."""
-        ...
+    def write(
+        self,
+        *,
+        upserts: Sequence[Record] = (),
+        deletes: Mapping[NamespaceLike, Sequence[str]] | None = None,
+        caps: Sequence[Cap] = (),
+        model_id: str | None = None,
+    ) -> WriteResult:
+        """Upserts, then deletes, then caps (evicting beyond each), in one transaction."""
+        batch = check.check_batch(upserts)
+        model = None if model_id is None else check.check_key(model_id, "model_id")
+        removals = [(_name(ns), check.check_ids(ids)) for ns, ids in (deletes or {}).items()]
+        checked_caps = [_checked_cap(cap) for cap in caps]
+        if not batch.records and not any(ids for _, ids in removals) and not checked_caps:
+            return WriteResult()
+        claims = {
+            ns: ModelClaim(dim=dim, model_id=model, field=field)
+            for ns, (dim, field) in batch.dims.items()
+        }
+        return self.backend.write(
+            WriteBatch(
+                upserts=batch.records,
+                deletes=[(ns, ids) for ns, ids in removals if ids],
+                caps=checked_caps,
+                claims=claims,
+                now=self.clock.now(),
+            )
+        )
 
-    def delete(self, namespace: str, ids: Sequence[str]) -> int:
+    def delete(self, namespace: NamespaceLike, ids: Sequence[str]) -> int:
         """Delete these records (expired ones too); return how many existed."""
-        ...
+        return self.write(deletes={namespace: ids}).deleted
 
-    def delete_namespace(self, namespace: str) -> int:
+    def delete_namespace(self, namespace: NamespaceLike) -> int:
         """Delete every record of ``namespace``; return how many there were."""
-        ...
+        return self.backend.delete_namespace(_name(namespace))
+
+    def touch(self, namespace: NamespaceLike, ids: Sequence[str], at: float) -> None:
+        """Set ``last_accessed_at`` of these records to ``at``; unknown ids are ignored."""
+        name = _name(namespace)
+        wanted = check.check_ids(ids)
+        moment = check.check_time(at, "at")
+        if wanted:
+            self.backend.touch(name, wanted, moment)
+
+    def prune_expired(self, now: float) -> int:
+        """Delete, in every namespace, records with ``expires_at <= now``; return how many."""
+        return self.backend.prune_expired(check.check_time(now, "now"))
+
+    # -- reads --------------------------------------------------------------------
+
+    def get(self, namespace: NamespaceLike, ids: Sequence[str]) -> builtins.list[Record]:
+        """The records with these ids that exist, in the order asked, without repeats."""
+        name = _name(namespace)
+        wanted = check.check_ids(ids)
+        if not wanted:
+            return []
+        found = {r.id: r for r in self.backend.get(name, wanted, self.clock.now())}
+        return [found[i] for i in wanted if i in found]
 
     def list(
         self,
-        namespace: str,
+        namespace: NamespaceLike,
         *,
         filter: Filter | None = None,
         limit: int = 100,
         offset: int = 0,
         order: Order = "created_desc",
     ) -> builtins.list[Record]:
-        """A page of records; ``limit`` is 1..10000, ``offset`` >= 0."""
-        ...
+        """A page of records; ``limit`` is 1..10000, ``offset`` 0..2^62."""
+        name = _name(namespace)
+        wanted = check.check_filter(filter)
+        page = Page(
+            limit=check.check_positive(limit, "limit"),
+            offset=check.check_offset(offset),
+            order=check.check_order(order),
+        )
+        return self.backend.list(name, wanted, page, self.clock.now())
 
-    def count(self, namespace: str, filter: Filter | None = None) -> int:
+    def count(self, namespace: NamespaceLike, filter: Filter | None = None) -> int:
         """How many records ``list`` would page through."""
-        ...
+        return self.backend.count(_name(namespace), check.check_filter(filter), self.clock.now())
 
     def vector_search(
         self,
-        namespace: str,
+        namespace: NamespaceLike,
         vector: npt.ArrayLike,
         *,
         k: int,
         filter: Filter | None = None,
+        model_id: str | None = None,
     ) -> builtins.list[ScoredRecord]:
-        """The ``k`` records nearest ``vector``, scored by exact cosine, best first.
+        """The ``k`` records nearest ``vector``, scored by cosine, best first.
 
-        Records without an embedding are ignored. A namespace with no embeddings
-        yields ``[]``; a vector of another dimension than the namespace's is
-        ``InvalidInput``.
+        Records without an embedding are ignored. A namespace with no embeddings yields
+        ``[]``; a vector of another dimension than the namespace's is ``InvalidInput``,
+        and a ``model_id`` other than the namespace's is ``ConfigError``.
         """
-        ...
+        name = _name(namespace)
+        k = check.check_positive(k, "k")
+        wanted = check.check_filter(filter)
+        query = check.check_vector(vector, "vector")
+        info = self.backend.namespace_info(name)
+        if info is None:
+            return []
+        check.check_query_dim(query, info.dim)
+        if model_id is not None:
+            check_model(name, info, check.check_key(model_id, "model_id"))
+        return self.backend.vector_search(name, normalized(query), k, wanted, self.clock.now())
+
+    def nearest(
+        self,
+        namespace: NamespaceLike,
+        vectors: npt.ArrayLike,
+        *,
+        model_id: str | None = None,
+    ) -> builtins.list[tuple[str, float] | None]:
+        """For each row of ``vectors`` (an ``(m, dim)`` matrix), the id and cosine of the
+        nearest unexpired embedded record, or None when the namespace has no embedding.
+        One pass over the namespace for the whole batch (near-duplicate checks)."""
+        name = _name(namespace)
+        matrix = check.check_matrix(vectors, "vectors")
+        info = self.backend.namespace_info(name)
+        if info is None or matrix.shape[0] == 0:
+            return [None] * matrix.shape[0]
+        check.check_query_dim(matrix[0], info.dim)
+        if model_id is not None:
+            check_model(name, info, check.check_key(model_id, "model_id"))
+        return self.backend.nearest(name, normalized(matrix), self.clock.now())
 
     def text_search(
         self,
-        namespace: str,
+        namespace: NamespaceLike,
         query: str,
         *,
         k: int,
@@ -95,27 +210,66 @@ class RecordStore(Protocol):
     ) -> builtins.list[ScoredRecord]:
         """The ``k`` records most relevant to the words of ``query``, best first.
 
-        ``query`` is plain user text: any word may match (OR semantics), operators
-        and punctuation have no meaning, and a query without words yields ``[]``.
+        ``query`` is plain user text: any word may match (OR semantics), operators and
+        punctuation have no meaning, and a query without words yields ``[]``.
         """
-        ...
-
-    def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
-        """Set ``last_accessed_at`` of these records to ``at``; unknown ids are ignored."""
-        ...
+        name = _name(namespace)
+        words = query_words(check.check_query(query))
+        k = check.check_positive(k, "k")
+        wanted = check.check_filter(filter)
+        if not words:
+            return []
+        return self.backend.text_search(name, words, k, wanted, self.clock.now())
 
     def namespaces(self, prefix: str = "") -> builtins.list[str]:
         """Sorted namespaces starting with ``prefix`` that hold an unexpired record."""
-        ...
+        return self.backend.namespaces(check.check_text(prefix, "prefix"), self.clock.now())
 
-    def prune_expired(self, now: float) -> int:
-        """Delete, in every namespace, records with ``expires_at <= now``; return how many."""
-        ...
+    def namespace_info(self, namespace: NamespaceLike) -> NamespaceInfo | None:
+        """The dimension and model of the namespace's embeddings; None before the first."""
+        return self.backend.namespace_info(_name(namespace))
 
 
-def get_one(store: RecordStore, namespace: str, id: str) -> Record:
+def get_one(store: RecordStore, namespace: NamespaceLike, id: str) -> Record:
     """The record ``id`` of ``namespace``, or ``NotFound``."""
     found = store.get(namespace, [id])
     if not found:
-        raise NotFound(f"no record {id!r} in namespace {namespace!r}.", field="id")
+        raise NotFound(f"no record {id!r} in namespace {str(namespace)!r}.", field="id")
     return found[0]
+
+
+def _name(namespace: object) -> str:
+    if isinstance(namespace, Namespace):
+        return namespace.encode()
+    return check.check_namespace(namespace)
+
+
+def _checked_cap(cap: object) -> Cap:
+    if not isinstance(cap, Cap):
+        raise InvalidInput(f"caps must hold Cap values; got {type(cap).__name__}.", field="caps")
+    keep = cap.keep
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+        raise InvalidInput(f"cap.keep must be an int >= 0; got {keep!r}.", field="cap.keep")
+    for field in ("recency_weight", "importance_weight", "half_life_days"):
+        check.check_time(getattr(cap, field), f"cap.{field}")
+    if cap.half_life_days <= 0:
+        raise InvalidInput("cap.half_life_days must be > 0.", field="cap.half_life_days")
+    return Cap(
+        namespace=_name(cap.namespace),
+        keep=keep,
+        recency_weight=float(cap.recency_weight),
+        importance_weight=float(cap.importance_weight),
+        half_life_days=float(cap.half_life_days),
+        also_from=tuple(_name(ns) for ns in cap.also_from),
+    )
+
+
+def _migrate_legacy_namespaces(backend: Backend, now: float) -> None:
+    """Long-term memory collections were named ``ltm_<user>_<namespace>[:<workspace>]``
+    before namespaces had one encoder; move each to its ``ltm/...`` name."""
+    from memstack.storage._legacy import legacy_ltm_namespace
+
+    for old in backend.namespaces("ltm_", now):
+        new = legacy_ltm_namespace(old)
+        if new is not None and not backend.count(new, Filter(include_expired=True), now):
+            backend.rename_namespace(old, new)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from memstack.storage.base import RecordStore
+from memstack.storage.base import NamespaceLike, RecordStore
 from memstack.storage.types import Filter, Record
 
 __all__ = ["HybridHit", "hybrid_candidates"]
@@ -34,22 +34,26 @@ class HybridHit:
 
 def hybrid_candidates(
     store: RecordStore,
-    namespaces: Sequence[str],
+    namespaces: Sequence[NamespaceLike],
     *,
     query: str,
     vector: npt.NDArray[np.float32] | None,
     pool: int,
     keyword_weight: float,
     filter: Filter | None = None,
+    model_id: str | None = None,
 ) -> list[HybridHit]:
     """Every candidate of ``namespaces`` with its similarity, keyword score and relevance,
-    most relevant first. ``vector=None`` searches by keywords only."""
-    records: dict[tuple[str, str], Record] = {}
-    cosine: dict[tuple[str, str], float] = {}
-    keyword_raw: dict[tuple[str, str], float] = {}
+    most relevant first. ``vector=None`` searches by keywords only; ``model_id`` names the
+    model that embedded ``vector`` (a namespace of another model is a ``ConfigError``)."""
+    records: dict[tuple[NamespaceLike, str], Record] = {}
+    cosine: dict[tuple[NamespaceLike, str], float] = {}
+    keyword_raw: dict[tuple[NamespaceLike, str], float] = {}
     for namespace in namespaces:
         if vector is not None:
-            for hit in store.vector_search(namespace, vector, k=pool, filter=filter):
+            for hit in store.vector_search(
+                namespace, vector, k=pool, filter=filter, model_id=model_id
+            ):
                 key = (namespace, hit.record.id)
                 records[key] = hit.record
                 cosine[key] = hit.score

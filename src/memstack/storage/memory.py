@@ -1,37 +1,262 @@
-"""InMemoryRecordStore: the reference backend, kept in dicts; nothing persists."""
+"""The in-memory backend: the reference engine, kept in process memory; nothing persists.
+
+Each namespace keeps, updated on every write rather than rebuilt per query:
+- its records by id;
+- a float32 matrix of unit embeddings (rows appended, overwritten in place, and a
+  deleted row filled by the last one), with the row's id and expiry beside it;
+- an inverted index for BM25: word -> {id: term count}, each document's length, and
+  the total length, so a query touches only the documents holding its words.
+"""
 
 from __future__ import annotations
 
 import builtins
 import copy
+import math
 import threading
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
-import numpy as np
-import numpy.typing as npt
-
-from memstack.clock import Clock, SystemClock
+from memstack.clock import Clock
 from memstack.errors import ConfigError
 from memstack.storage import _validate as check
-from memstack.storage._text import bm25_scores, query_words, tokenize
-from memstack.storage._vectors import cosine_scores, normalized, top_k
-from memstack.storage.types import Filter, Order, Record, ScoredRecord
+from memstack.storage._text import BM25_B, BM25_K1, tokenize
+from memstack.storage._vector_rows import VectorRows
+from memstack.storage.backend import (
+    Cap,
+    Matrix,
+    NamespaceInfo,
+    Page,
+    WriteBatch,
+    WriteResult,
+    check_claims,
+    retention,
+)
+from memstack.storage.base import RecordStore
+from memstack.storage.types import Filter, Record, ScoredRecord, Vector
 
-__all__ = ["InMemoryRecordStore"]
+__all__ = ["InMemoryBackend", "InMemoryRecordStore"]
 
 
-class InMemoryRecordStore:
-    """A thread-safe ``RecordStore`` in process memory.
+@dataclass(kw_only=True)
+class _Space:
+    """One namespace's records and the indexes kept in step with them."""
 
-    Vector search is an exact numpy cosine scan; text search is Okapi BM25 over
-    lower-cased words, with document frequencies taken over the whole namespace.
+    records: dict[str, Record] = field(default_factory=dict)
+    info: NamespaceInfo | None = None
+    vectors: VectorRows[str] | None = None
+    postings: dict[str, dict[str, int]] = field(default_factory=dict)
+    lengths: dict[str, int] = field(default_factory=dict)
+    total_length: int = 0
+
+    def put(self, record: Record) -> None:
+        self.remove(record.id)
+        self.records[record.id] = record
+        if record.embedding is not None:
+            if self.vectors is None:
+                self.vectors = VectorRows(record.embedding.shape[0])
+            self.vectors.put(record.id, record.embedding, record.expires_at)
+        words = tokenize(record.text)
+        self.lengths[record.id] = len(words)
+        self.total_length += len(words)
+        for word, n in Counter(words).items():
+            self.postings.setdefault(word, {})[record.id] = n
+
+    def remove(self, id: str) -> Record | None:
+        record = self.records.pop(id, None)
+        if record is None:
+            return None
+        if self.vectors is not None:
+            self.vectors.remove(id)
+        self.total_length -= self.lengths.pop(id)
+        for word in set(tokenize(record.text)):
+            docs = self.postings[word]
+            del docs[id]
+            if not docs:
+                del self.postings[word]
+        return record
+
+
+class InMemoryBackend:
+    """A thread-safe backend in dicts and numpy arrays.
+
+    Vector search is an exact cosine scan of the namespace's matrix; text search is
+    Okapi BM25 over lower-cased words, with document frequencies over the namespace.
     """
 
-    def __init__(self, *, clock: Clock | None = None) -> None:
-        self._clock: Clock = clock if clock is not None else SystemClock()
+    def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._data: dict[str, dict[str, Record]] = {}
+        self._spaces: dict[str, _Space] = {}
+
+    def setup(self, now: float) -> None:
+        """Nothing to create."""
+
+    def close(self) -> None:
+        """Nothing to release; the data stays readable."""
+
+    def write(self, batch: WriteBatch) -> WriteResult:
+        with self._lock:
+            stored = {ns: self._info(ns) for ns in batch.claims}
+            infos = check_claims(batch.claims, stored)
+            for namespace, info in infos.items():
+                self._space(namespace).info = info
+            for record in batch.upserts:
+                self._space(record.namespace).put(record)
+            deleted = sum(self._remove(ns, ids) for ns, ids in batch.deletes)
+            evicted = {cap.namespace: self._evict(cap, batch.now) for cap in batch.caps}
+            return WriteResult(deleted=deleted, evicted=evicted)
+
+    def get(self, namespace: str, ids: Sequence[str], now: float) -> builtins.list[Record]:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            found = [space.records[i] for i in ids if i in space.records] if space else []
+        return [_copy(r) for r in found if _matches(r, Filter(), now)]
+
+    def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
+        rows = self._visible(namespace, wanted, now)
+        if page.order == "updated_desc":
+            rows.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
+        else:
+            rows.sort(key=lambda r: (r.created_at, r.id), reverse=page.order == "created_desc")
+        return [_copy(r) for r in rows[page.offset : page.offset + page.limit]]
+
+    def count(self, namespace: str, wanted: Filter, now: float) -> int:
+        return len(self._visible(namespace, wanted, now))
+
+    def vector_search(
+        self, namespace: str, query: Vector, k: int, wanted: Filter, now: float
+    ) -> builtins.list[ScoredRecord]:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            if space is None or space.vectors is None:
+                return []
+            vectors = space.vectors
+            allowed = None if wanted.include_expired else vectors.live(now)
+            if _narrows(wanted):
+                keep = vectors.where_keys(
+                    [i for i in vectors.keys if _matches(space.records[i], wanted, now)]
+                )
+                allowed = keep if allowed is None else allowed & keep
+            hits = [(space.records[i], s) for i, s in vectors.search(query, k, allowed)]
+        return [ScoredRecord(record=_copy(r), score=s) for r, s in hits]
+
+    def nearest(
+        self, namespace: str, queries: Matrix, now: float
+    ) -> builtins.list[tuple[str, float] | None]:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            if space is None or space.vectors is None:
+                return [None] * queries.shape[0]
+            return space.vectors.nearest(queries, space.vectors.live(now))
+
+    def text_search(
+        self, namespace: str, words: Sequence[str], k: int, wanted: Filter, now: float
+    ) -> builtins.list[ScoredRecord]:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            if space is None:
+                return []
+            scores = _bm25(space, words)
+            hits = [
+                (score, space.records[id])
+                for id, score in scores.items()
+                if _matches(space.records[id], wanted, now)
+            ]
+        hits.sort(key=lambda hit: (-hit[0], hit[1].id))
+        return [ScoredRecord(record=_copy(r), score=s) for s, r in hits[:k]]
+
+    def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            for i in ids if space else ():
+                assert space is not None
+                if i in space.records:
+                    space.records[i] = replace(space.records[i], last_accessed_at=at)
+
+    def namespaces(self, prefix: str, now: float) -> builtins.list[str]:
+        with self._lock:
+            return sorted(
+                ns
+                for ns, space in self._spaces.items()
+                if ns.startswith(prefix)
+                and any(_matches(r, Filter(), now) for r in space.records.values())
+            )
+
+    def namespace_info(self, namespace: str) -> NamespaceInfo | None:
+        with self._lock:
+            return self._info(namespace)
+
+    def delete_namespace(self, namespace: str) -> int:
+        with self._lock:
+            space = self._spaces.pop(namespace, None)
+            return 0 if space is None else len(space.records)
+
+    def rename_namespace(self, old: str, new: str) -> int:
+        with self._lock:
+            space = self._spaces.pop(old, None)
+            if space is None:
+                return 0
+            target = self._space(new)
+            target.info = space.info
+            for record in space.records.values():
+                target.put(replace(record, namespace=new))
+            return len(space.records)
+
+    def prune_expired(self, now: float) -> int:
+        with self._lock:
+            removed = 0
+            for namespace, space in builtins.list(self._spaces.items()):
+                doomed = [
+                    i
+                    for i, r in space.records.items()
+                    if r.expires_at is not None and r.expires_at <= now
+                ]
+                removed += self._remove(namespace, doomed)
+            return removed
+
+    # -- helpers, called with the lock held ------------------------------------------
+
+    def _space(self, namespace: str) -> _Space:
+        return self._spaces.setdefault(namespace, _Space())
+
+    def _info(self, namespace: str) -> NamespaceInfo | None:
+        space = self._spaces.get(namespace)
+        return None if space is None else space.info
+
+    def _remove(self, namespace: str, ids: Sequence[str]) -> int:
+        """Remove these ids; a namespace left empty is dropped with its info."""
+        space = self._spaces.get(namespace)
+        if space is None:
+            return 0
+        removed = sum(1 for i in ids if space.remove(i) is not None)
+        if not space.records:
+            del self._spaces[namespace]
+        return removed
+
+    def _evict(self, cap: Cap, now: float) -> builtins.list[str]:
+        live = self._visible(cap.namespace, Filter(), now)
+        excess = len(live) - cap.keep
+        if excess <= 0:
+            return []
+        live.sort(key=lambda r: (retention(cap, r, now), r.created_at, r.id))
+        doomed = [r.id for r in live[:excess]]
+        for namespace in (cap.namespace, *cap.also_from):
+            self._remove(namespace, doomed)
+        return doomed
+
+    def _visible(self, namespace: str, wanted: Filter, now: float) -> builtins.list[Record]:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            rows = builtins.list(space.records.values()) if space else []
+        return [r for r in rows if _matches(r, wanted, now)]
+
+
+class InMemoryRecordStore(RecordStore):
+    """A ``RecordStore`` on an ``InMemoryBackend``."""
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        super().__init__(InMemoryBackend(), clock=clock)
 
     @classmethod
     def from_url(cls, url: str, *, clock: Clock | None = None) -> InMemoryRecordStore:
@@ -40,164 +265,31 @@ class InMemoryRecordStore:
             raise ConfigError(f"not a memory:// URL: {url!r}.")
         return cls(clock=clock)
 
-    def setup(self) -> None:
-        """Nothing to create."""
 
-    def close(self) -> None:
-        """Nothing to release; the data stays readable."""
+def _bm25(space: _Space, words: Sequence[str]) -> dict[str, float]:
+    """Okapi BM25 of every document holding a query word, with the non-negative IDF
+    ``ln(1 + (N - df + 0.5) / (df + 0.5))``."""
+    n = len(space.records)
+    if n == 0:
+        return {}
+    average = space.total_length / n or 1.0
+    scores: dict[str, float] = {}
+    for word in set(words):
+        docs = space.postings.get(word)
+        if not docs:
+            continue
+        idf = math.log(1.0 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
+        for id, tf in docs.items():
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * space.lengths[id] / average)
+            scores[id] = scores.get(id, 0.0) + idf * tf * (BM25_K1 + 1.0) / (tf + norm)
+    return scores
 
-    def upsert(self, records: Sequence[Record]) -> None:
-        batch = check.check_batch(records)
-        with self._lock:
-            check.check_stored_dims(batch, self._stored_dim)
-            for record in batch.records:
-                self._data.setdefault(record.namespace, {})[record.id] = record
 
-    def get(self, namespace: str, ids: Sequence[str]) -> builtins.list[Record]:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_ids(ids)
-        now = self._clock.now()
-        with self._lock:
-            rows = self._data.get(namespace, {})
-            found = [rows[i] for i in wanted if i in rows]
-        return [_copy(r) for r in found if _matches(r, Filter(), now)]
-
-    def delete(self, namespace: str, ids: Sequence[str]) -> int:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_ids(ids)
-        with self._lock:
-            rows = self._data.get(namespace, {})
-            gone = [rows.pop(i) for i in wanted if i in rows]
-            self._drop_if_empty(namespace)
-        return len(gone)
-
-    def delete_namespace(self, namespace: str) -> int:
-        namespace = check.check_namespace(namespace)
-        with self._lock:
-            return len(self._data.pop(namespace, {}))
-
-    def list(
-        self,
-        namespace: str,
-        *,
-        filter: Filter | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        order: Order = "created_desc",
-    ) -> builtins.list[Record]:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_filter(filter)
-        limit = check.check_positive(limit, "limit")
-        offset = check.check_offset(offset)
-        order = check.check_order(order)
-        rows = builtins.list(self._visible(namespace, wanted))
-        if order == "updated_desc":
-            rows.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
-        else:
-            rows.sort(key=lambda r: (r.created_at, r.id), reverse=order == "created_desc")
-        return [_copy(r) for r in rows[offset : offset + limit]]
-
-    def count(self, namespace: str, filter: Filter | None = None) -> int:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_filter(filter)
-        return sum(1 for _ in self._visible(namespace, wanted))
-
-    def vector_search(
-        self,
-        namespace: str,
-        vector: npt.ArrayLike,
-        *,
-        k: int,
-        filter: Filter | None = None,
-    ) -> builtins.list[ScoredRecord]:
-        namespace = check.check_namespace(namespace)
-        k = check.check_positive(k, "k")
-        wanted = check.check_filter(filter)
-        query = check.check_vector(vector, "vector")
-        with self._lock:
-            check.check_query_dim(query, self._stored_dim(namespace))
-        rows = [r for r in self._visible(namespace, wanted) if r.embedding is not None]
-        if not rows:
-            return []
-        matrix = normalized(np.stack([r.embedding for r in rows if r.embedding is not None]))
-        scores = cosine_scores(matrix, query)
-        return [
-            ScoredRecord(record=_copy(rows[i]), score=float(scores[i])) for i in top_k(scores, k)
-        ]
-
-    def text_search(
-        self,
-        namespace: str,
-        query: str,
-        *,
-        k: int,
-        filter: Filter | None = None,
-    ) -> builtins.list[ScoredRecord]:
-        namespace = check.check_namespace(namespace)
-        words = query_words(check.check_query(query))
-        k = check.check_positive(k, "k")
-        wanted = check.check_filter(filter)
-        with self._lock:
-            corpus = builtins.list(self._data.get(namespace, {}).values())
-        scores = bm25_scores(words, [tokenize(r.text) for r in corpus])
-        now = self._clock.now()
-        hits = [
-            (score, r)
-            for score, r in zip(scores, corpus, strict=True)
-            if score > 0 and _matches(r, wanted, now)
-        ]
-        hits.sort(key=lambda hit: (-hit[0], hit[1].id))
-        return [ScoredRecord(record=_copy(r), score=s) for s, r in hits[:k]]
-
-    def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_ids(ids)
-        at = check.check_time(at, "at")
-        with self._lock:
-            rows = self._data.get(namespace, {})
-            for i in wanted:
-                if i in rows:
-                    rows[i] = replace(rows[i], last_accessed_at=at)
-
-    def namespaces(self, prefix: str = "") -> builtins.list[str]:
-        prefix = check.check_text(prefix, "prefix")
-        now = self._clock.now()
-        with self._lock:
-            return sorted(
-                ns
-                for ns, rows in self._data.items()
-                if ns.startswith(prefix) and any(_matches(r, Filter(), now) for r in rows.values())
-            )
-
-    def prune_expired(self, now: float) -> int:
-        now = check.check_time(now, "now")
-        removed = 0
-        with self._lock:
-            for namespace, rows in builtins.list(self._data.items()):
-                doomed = [
-                    i for i, r in rows.items() if r.expires_at is not None and r.expires_at <= now
-                ]
-                for i in doomed:
-                    del rows[i]
-                removed += len(doomed)
-                self._drop_if_empty(namespace)
-        return removed
-
-    def _visible(self, namespace: str, wanted: Filter) -> Iterator[Record]:
-        now = self._clock.now()
-        with self._lock:
-            rows = builtins.list(self._data.get(namespace, {}).values())
-        return (r for r in rows if _matches(r, wanted, now))
-
-    def _stored_dim(self, namespace: str) -> int | None:
-        for record in self._data.get(namespace, {}).values():
-            if record.embedding is not None:
-                return int(record.embedding.shape[0])
-        return None
-
-    def _drop_if_empty(self, namespace: str) -> None:
-        if not self._data.get(namespace, True):
-            del self._data[namespace]
+def _narrows(wanted: Filter) -> bool:
+    return any(
+        v is not None
+        for v in (wanted.kinds, wanted.ids, wanted.created_after, wanted.created_before)
+    ) or bool(wanted.metadata)
 
 
 def _matches(record: Record, wanted: Filter, now: float) -> bool:

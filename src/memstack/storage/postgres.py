@@ -1,4 +1,4 @@
-"""PostgresRecordStore: PostgreSQL with pgvector and tsvector, for many servers and users.
+"""The PostgreSQL backend: pgvector and tsvector, for many servers and users.
 
 psycopg 3 and psycopg_pool are imported here only, when a store is made; without them
 the store raises ``ConfigError`` naming the extra to install.
@@ -19,27 +19,34 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-import numpy.typing as npt
-
-from memstack.clock import Clock, SystemClock
+from memstack.clock import Clock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import _postgres_query as q
-from memstack.storage import _validate as check
 from memstack.storage._postgres_schema import LOCK_KEY, MIGRATIONS
-from memstack.storage._text import query_words
-from memstack.storage.types import Filter, Order, Record, ScoredRecord
+from memstack.storage.backend import (
+    DAY_S,
+    Cap,
+    Matrix,
+    NamespaceInfo,
+    Page,
+    WriteBatch,
+    WriteResult,
+    check_claims,
+)
+from memstack.storage.base import RecordStore
+from memstack.storage.types import Filter, Record, ScoredRecord, Vector
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-__all__ = ["PostgresRecordStore"]
+__all__ = ["PostgresBackend", "PostgresRecordStore"]
 
 _INSTALL = 'PostgresRecordStore needs psycopg and psycopg_pool: pip install "memstack[postgres]"'
 
 
-class PostgresRecordStore:
-    """A ``RecordStore`` in PostgreSQL tables under ``schema`` (default ``memstack``).
+class PostgresBackend:
+    """A backend in PostgreSQL tables under ``schema`` (default ``memstack``).
 
     Pass a conninfo string or URL (the store then owns, opens on first use, and closes
     its pool), or an open ``psycopg_pool.ConnectionPool`` that the caller closes.
@@ -49,7 +56,6 @@ class PostgresRecordStore:
         self,
         conninfo_or_pool: str | ConnectionPool[Any],
         *,
-        clock: Clock | None = None,
         schema: str = "memstack",
         min_size: int = 1,
         max_size: int = 8,
@@ -58,7 +64,6 @@ class PostgresRecordStore:
         _import_psycopg()
         from psycopg_pool import ConnectionPool
 
-        self._clock: Clock = clock if clock is not None else SystemClock()
         self._schema = q.quote_schema(schema)
         self._owns_pool = isinstance(conninfo_or_pool, str)
         if isinstance(conninfo_or_pool, str):
@@ -76,14 +81,7 @@ class PostgresRecordStore:
         self._opened = not self._owns_pool
         self._closed = False
 
-    @classmethod
-    def from_url(
-        cls, url: str, *, clock: Clock | None = None, schema: str = "memstack"
-    ) -> PostgresRecordStore:
-        """``postgresql://user:password@host:port/db?...``, a libpq URL."""
-        return cls(url, clock=clock, schema=schema)
-
-    def setup(self) -> None:
+    def setup(self, now: float) -> None:
         import psycopg
 
         with self._connection() as conn:
@@ -116,7 +114,7 @@ class PostgresRecordStore:
                         ) from e
                 conn.execute(
                     f"INSERT INTO {self._schema}.schema_migrations VALUES (%s, %s)",
-                    (version, self._clock.now()),
+                    (version, now),
                 )
 
     def close(self) -> None:
@@ -125,63 +123,130 @@ class PostgresRecordStore:
             if self._owns_pool:
                 self._pool.close()
 
-    def upsert(self, records: Sequence[Record]) -> None:
-        batch = check.check_batch(records)
-        if not batch.records:
-            return
-        rows = sorted(batch.records, key=lambda r: (r.namespace, r.id))  # one lock order
+    # -- writes ---------------------------------------------------------------------
+
+    def write(self, batch: WriteBatch) -> WriteResult:
+        rows = sorted(batch.upserts, key=lambda r: (r.namespace, r.id))  # one lock order
         with self._connection() as conn:
-            for namespace in sorted(batch.dims):
+            for namespace in sorted(batch.claims):
                 conn.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))",
                     (f"{self._schema}.{namespace}", LOCK_KEY),
                 )
-            check.check_stored_dims(batch, lambda ns: self._stored_dim(conn, ns))
-            with conn.cursor() as cursor:
-                cursor.executemany(q.upsert_sql(self._schema), [q.record_params(r) for r in rows])
+            stored = {ns: self._info(conn, ns) for ns in batch.claims}
+            for namespace, info in check_claims(batch.claims, stored).items():
+                conn.execute(
+                    f"INSERT INTO {self._schema}.namespace_info (namespace, dim, model_id)"
+                    " VALUES (%s, %s, %s) ON CONFLICT (namespace) DO UPDATE"
+                    " SET dim = EXCLUDED.dim, model_id = EXCLUDED.model_id",
+                    (namespace, info.dim, info.model_id),
+                )
+            if rows:
+                with conn.cursor() as cursor:
+                    cursor.executemany(
+                        q.upsert_sql(self._schema), [q.record_params(r) for r in rows]
+                    )
+            deleted = sum(self._delete(conn, ns, ids) for ns, ids in batch.deletes)
+            evicted = {cap.namespace: self._evict(conn, cap, batch.now) for cap in batch.caps}
+            self._forget_empty(conn, {ns for ns, _ in batch.deletes} | set(evicted))
+        return WriteResult(deleted=deleted, evicted=evicted)
 
-    def get(self, namespace: str, ids: Sequence[str]) -> builtins.list[Record]:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_ids(ids)
-        if not wanted:
+    def _delete(self, conn: psycopg.Connection[Any], namespace: str, ids: Sequence[str]) -> int:
+        return conn.execute(
+            f"DELETE FROM {self._schema}.records WHERE namespace = %s AND id = ANY(%s::text[])",
+            (namespace, list(ids)),
+        ).rowcount
+
+    def _evict(self, conn: psycopg.Connection[Any], cap: Cap, now: float) -> builtins.list[str]:
+        """Delete the lowest-retention records beyond ``cap.keep``, chosen with a LIMIT."""
+        live = "namespace = %s AND (expires_at IS NULL OR expires_at > %s)"
+        row = conn.execute(
+            f"SELECT count(*) FROM {self._schema}.records WHERE {live}", (cap.namespace, now)
+        ).fetchone()
+        excess = (0 if row is None else int(row[0])) - cap.keep
+        if excess <= 0:
             return []
-        found = {r.id: r for r in self._select(namespace, Filter(ids=tuple(wanted)))}
-        return [found[i] for i in wanted if i in found]
+        doomed = [
+            str(r[0])
+            for r in conn.execute(
+                f"SELECT id FROM {self._schema}.records WHERE {live} ORDER BY"
+                " %s * power(0.5, greatest(0.0, %s - greatest(created_at,"
+                " coalesce(last_accessed_at, created_at))) / %s / %s) + %s * importance,"
+                ' created_at, id COLLATE "C" LIMIT %s',
+                (
+                    cap.namespace,
+                    now,
+                    cap.recency_weight,
+                    now,
+                    DAY_S,
+                    cap.half_life_days,
+                    cap.importance_weight,
+                    excess,
+                ),
+            ).fetchall()
+        ]
+        for namespace in (cap.namespace, *cap.also_from):
+            self._delete(conn, namespace, doomed)
+        return doomed
 
-    def delete(self, namespace: str, ids: Sequence[str]) -> int:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_ids(ids)
-        if not wanted:
-            return 0
-        sql = f"DELETE FROM {self._schema}.records WHERE namespace = %s AND id = ANY(%s::text[])"
-        return self._rowcount(sql, (namespace, wanted))
+    def _forget_empty(self, conn: psycopg.Connection[Any], namespaces: set[str]) -> None:
+        for namespace in sorted(namespaces):
+            conn.execute(
+                f"DELETE FROM {self._schema}.namespace_info i WHERE i.namespace = %s"
+                f" AND NOT EXISTS (SELECT 1 FROM {self._schema}.records r"
+                " WHERE r.namespace = %s)",
+                (namespace, namespace),
+            )
 
     def delete_namespace(self, namespace: str) -> int:
-        namespace = check.check_namespace(namespace)
-        sql = f"DELETE FROM {self._schema}.records WHERE namespace = %s"
-        return self._rowcount(sql, (namespace,))
+        with self._connection() as conn:
+            removed = conn.execute(
+                f"DELETE FROM {self._schema}.records WHERE namespace = %s", (namespace,)
+            ).rowcount
+            conn.execute(
+                f"DELETE FROM {self._schema}.namespace_info WHERE namespace = %s", (namespace,)
+            )
+        return removed
 
-    def list(
-        self,
-        namespace: str,
-        *,
-        filter: Filter | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        order: Order = "created_desc",
-    ) -> builtins.list[Record]:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_filter(filter)
-        limit = check.check_positive(limit, "limit")
-        offset = check.check_offset(offset)
-        order = check.check_order(order)
-        tail = f"ORDER BY {q.ORDER_BY[order]} LIMIT %s OFFSET %s"
-        return self._select(namespace, wanted, tail, [limit, offset])
+    def rename_namespace(self, old: str, new: str) -> int:
+        with self._connection() as conn:
+            moved = conn.execute(
+                f"UPDATE {self._schema}.records SET namespace = %s WHERE namespace = %s",
+                (new, old),
+            ).rowcount
+            conn.execute(
+                f"UPDATE {self._schema}.namespace_info SET namespace = %s WHERE namespace = %s",
+                (new, old),
+            )
+        return moved
 
-    def count(self, namespace: str, filter: Filter | None = None) -> int:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_filter(filter)
-        clause, params = q.where(namespace, wanted, self._clock.now())
+    def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
+        self._rowcount(
+            f"UPDATE {self._schema}.records SET last_accessed_at = %s"
+            " WHERE namespace = %s AND id = ANY(%s::text[])",
+            (at, namespace, list(ids)),
+        )
+
+    def prune_expired(self, now: float) -> int:
+        with self._connection() as conn:
+            gone = conn.execute(
+                f"DELETE FROM {self._schema}.records WHERE expires_at <= %s RETURNING namespace",
+                (now,),
+            ).fetchall()
+            self._forget_empty(conn, {str(row[0]) for row in gone})
+        return len(gone)
+
+    # -- reads ----------------------------------------------------------------------
+
+    def get(self, namespace: str, ids: Sequence[str], now: float) -> builtins.list[Record]:
+        return self._select(namespace, Filter(ids=tuple(ids)), now)
+
+    def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
+        tail = f"ORDER BY {q.ORDER_BY[page.order]} LIMIT %s OFFSET %s"
+        return self._select(namespace, wanted, now, tail, [page.limit, page.offset])
+
+    def count(self, namespace: str, wanted: Filter, now: float) -> int:
+        clause, params = q.where(namespace, wanted, now)
         with self._connection() as conn:
             row = conn.execute(
                 f"SELECT count(*) FROM {self._schema}.records r WHERE {clause}", params
@@ -189,18 +254,9 @@ class PostgresRecordStore:
         return 0 if row is None else int(row[0])
 
     def vector_search(
-        self,
-        namespace: str,
-        vector: npt.ArrayLike,
-        *,
-        k: int,
-        filter: Filter | None = None,
+        self, namespace: str, query: Vector, k: int, wanted: Filter, now: float
     ) -> builtins.list[ScoredRecord]:
-        namespace = check.check_namespace(namespace)
-        k = check.check_positive(k, "k")
-        wanted = check.check_filter(filter)
-        query = check.check_vector(vector, "vector")
-        clause, params = q.where(namespace, wanted, self._clock.now())
+        clause, params = q.where(namespace, wanted, now)
         sql = (
             f"SELECT {q.columns()}, 1 - (r.embedding <=> v.q) AS score"
             f" FROM {self._schema}.records r, (SELECT %s::vector AS q) v"
@@ -208,32 +264,28 @@ class PostgresRecordStore:
             ' ORDER BY r.embedding <=> v.q, r.id COLLATE "C" LIMIT %s'
         )
         with self._connection() as conn:
-            stored = self._stored_dim(conn, namespace)
-            if stored is None:
-                return []
-            check.check_query_dim(query, stored)
-            rows = conn.execute(sql, [q.vector_text(query), *params, stored, k]).fetchall()
+            rows = conn.execute(
+                sql, [q.vector_text(query), *params, int(query.shape[0]), k]
+            ).fetchall()
         return [
             ScoredRecord(record=q.record_from_row(row), score=min(1.0, max(-1.0, row[-1])))
             for row in rows
         ]
 
+    def nearest(
+        self, namespace: str, queries: Matrix, now: float
+    ) -> builtins.list[tuple[str, float] | None]:
+        out: builtins.list[tuple[str, float] | None] = []
+        for query in queries:
+            hits = self.vector_search(namespace, query, 1, Filter(), now)
+            out.append((hits[0].record.id, hits[0].score) if hits else None)
+        return out
+
     def text_search(
-        self,
-        namespace: str,
-        query: str,
-        *,
-        k: int,
-        filter: Filter | None = None,
+        self, namespace: str, words: Sequence[str], k: int, wanted: Filter, now: float
     ) -> builtins.list[ScoredRecord]:
-        namespace = check.check_namespace(namespace)
-        words = query_words(check.check_query(query))
-        k = check.check_positive(k, "k")
-        wanted = check.check_filter(filter)
-        if not words:
-            return []
         tsquery, word_params = q.tsquery(words)
-        clause, params = q.where(namespace, wanted, self._clock.now())
+        clause, params = q.where(namespace, wanted, now)
         sql = (
             f"SELECT {q.columns()}, ts_rank_cd(r.tsv, t.q, 1) AS score"
             f" FROM {self._schema}.records r, (SELECT {tsquery} AS q) t"
@@ -244,36 +296,36 @@ class PostgresRecordStore:
             rows = conn.execute(sql, [*word_params, *params, k]).fetchall()
         return [ScoredRecord(record=q.record_from_row(row), score=float(row[-1])) for row in rows]
 
-    def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_ids(ids)
-        at = check.check_time(at, "at")
-        if wanted:
-            self._rowcount(
-                f"UPDATE {self._schema}.records SET last_accessed_at = %s"
-                " WHERE namespace = %s AND id = ANY(%s::text[])",
-                (at, namespace, wanted),
-            )
-
-    def namespaces(self, prefix: str = "") -> builtins.list[str]:
-        prefix = check.check_text(prefix, "prefix")
+    def namespaces(self, prefix: str, now: float) -> builtins.list[str]:
         sql = (
             f'SELECT DISTINCT namespace COLLATE "C" AS ns FROM {self._schema}.records'
             " WHERE starts_with(namespace, %s) AND (expires_at IS NULL OR expires_at > %s)"
             " ORDER BY ns"
         )
         with self._connection() as conn:
-            rows = conn.execute(sql, (prefix, self._clock.now())).fetchall()
+            rows = conn.execute(sql, (prefix, now)).fetchall()
         return [row[0] for row in rows]
 
-    def prune_expired(self, now: float) -> int:
-        now = check.check_time(now, "now")
-        return self._rowcount(f"DELETE FROM {self._schema}.records WHERE expires_at <= %s", (now,))
+    def namespace_info(self, namespace: str) -> NamespaceInfo | None:
+        with self._connection() as conn:
+            return self._info(conn, namespace)
+
+    def _info(self, conn: psycopg.Connection[Any], namespace: str) -> NamespaceInfo | None:
+        row = conn.execute(
+            f"SELECT dim, model_id FROM {self._schema}.namespace_info WHERE namespace = %s",
+            (namespace,),
+        ).fetchone()
+        return None if row is None else NamespaceInfo(dim=int(row[0]), model_id=row[1])
 
     def _select(
-        self, namespace: str, wanted: Filter, tail: str = "", tail_params: Sequence[Any] = ()
+        self,
+        namespace: str,
+        wanted: Filter,
+        now: float,
+        tail: str = "",
+        tail_params: Sequence[Any] = (),
     ) -> builtins.list[Record]:
-        clause, params = q.where(namespace, wanted, self._clock.now())
+        clause, params = q.where(namespace, wanted, now)
         sql = f"SELECT {q.columns()} FROM {self._schema}.records r WHERE {clause} {tail}"
         with self._connection() as conn:
             rows = conn.execute(sql, [*params, *tail_params]).fetchall()
@@ -282,14 +334,6 @@ class PostgresRecordStore:
     def _rowcount(self, sql: str, params: Sequence[Any]) -> int:
         with self._connection() as conn:
             return conn.execute(sql, params).rowcount
-
-    def _stored_dim(self, conn: psycopg.Connection[Any], namespace: str) -> int | None:
-        row = conn.execute(
-            f"SELECT dim FROM {self._schema}.records"
-            " WHERE namespace = %s AND dim IS NOT NULL LIMIT 1",
-            (namespace,),
-        ).fetchone()
-        return None if row is None else int(row[0])
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -320,6 +364,33 @@ class PostgresRecordStore:
             if not self._opened:
                 self._pool.open()
                 self._opened = True
+
+
+class PostgresRecordStore(RecordStore):
+    """A ``RecordStore`` on a ``PostgresBackend``: a conninfo string or URL (the store
+    then owns, opens on first use, and closes its pool), or an open pool the caller closes."""
+
+    def __init__(
+        self,
+        conninfo_or_pool: str | ConnectionPool[Any],
+        *,
+        clock: Clock | None = None,
+        schema: str = "memstack",
+        min_size: int = 1,
+        max_size: int = 8,
+        timeout: float = 30.0,
+    ) -> None:
+        backend = PostgresBackend(
+            conninfo_or_pool, schema=schema, min_size=min_size, max_size=max_size, timeout=timeout
+        )
+        super().__init__(backend, clock=clock)
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, clock: Clock | None = None, schema: str = "memstack"
+    ) -> PostgresRecordStore:
+        """``postgresql://user:password@host:port/db?...``, a libpq URL."""
+        return cls(url, clock=clock, schema=schema)
 
 
 def _import_psycopg() -> None:

@@ -1,17 +1,19 @@
-"""SQLiteRecordStore: the default backend, one file, stdlib ``sqlite3``.
+"""The SQLite backend: the default, one file, stdlib ``sqlite3``.
 
 - One connection per store, guarded by a lock: calls from many threads take turns,
   and WAL mode with a busy timeout lets other processes read and write the same file.
 - Writes run in ``BEGIN IMMEDIATE`` transactions, so a failed batch changes nothing.
-- Keywords: an external-content FTS5 table kept in step by triggers, ranked by ``bm25()``
-  (document frequencies are taken over the whole file, not one namespace).
-- Vectors: float32 BLOBs, searched by an exact numpy scan (see ``_sqlite_vectors``).
+- Keywords: an external-content FTS5 table (Porter stemmer) kept in step by triggers,
+  ranked by ``bm25()`` over row ids only; the winners' rows are fetched after.
+- Vectors: float32 BLOBs, searched by an exact numpy scan of a per-namespace matrix
+  (see ``_sqlite_vectors``) that this store's own writes update in place.
 """
 
 from __future__ import annotations
 
 import builtins
 import json
+import math
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -20,55 +22,42 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from memstack.clock import Clock, SystemClock
+from memstack.clock import Clock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import _sqlite_query as q
-from memstack.storage import _validate as check
 from memstack.storage._sqlite_schema import migrate
-from memstack.storage._sqlite_vectors import VectorCache
-from memstack.storage._text import query_words
-from memstack.storage._vectors import cosine_scores, top_k
-from memstack.storage.types import Filter, Order, Record, ScoredRecord
+from memstack.storage._sqlite_vectors import CacheDiff, VectorCache
+from memstack.storage.backend import (
+    DAY_S,
+    Cap,
+    Matrix,
+    NamespaceInfo,
+    Page,
+    WriteBatch,
+    WriteResult,
+    check_claims,
+)
+from memstack.storage.base import RecordStore
+from memstack.storage.types import Filter, Record, ScoredRecord, Vector
 
-__all__ = ["SQLiteRecordStore"]
+__all__ = ["SQLiteBackend", "SQLiteRecordStore"]
 
 _BUSY_TIMEOUT_S = 10.0
 
 
-class SQLiteRecordStore:
-    """A ``RecordStore`` in one SQLite file (or ``":memory:"``); the file's folder is
-    created when missing."""
+class SQLiteBackend:
+    """A backend in one SQLite file (or ``":memory:"``); the file's folder is created
+    when missing."""
 
-    def __init__(
-        self,
-        path: str | PathLike[str],
-        *,
-        clock: Clock | None = None,
-        cached_namespaces: int = 32,
-    ) -> None:
+    def __init__(self, path: str | PathLike[str], *, cached_namespaces: int = 32) -> None:
         self.path = str(path)
-        self._clock: Clock = clock if clock is not None else SystemClock()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._cache = VectorCache(cached_namespaces)
         self._conn: sqlite3.Connection | None = _connect(self.path)
 
-    @classmethod
-    def from_url(cls, url: str, *, clock: Clock | None = None) -> SQLiteRecordStore:
-        """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://:memory:``."""
-        if not url.startswith("sqlite://"):
-            raise ConfigError(f"not a sqlite:// URL: {url!r}; use sqlite:///path/to/file.db.")
-        path = url.removeprefix("sqlite://")
-        path = path.removeprefix("/") if path != "/:memory:" else ":memory:"
-        if not path:
-            raise ConfigError(f"{url!r} names no file; use sqlite:///path/to/file.db.")
-        return cls(path, clock=clock)
-
-    def setup(self) -> None:
+    def setup(self, now: float) -> None:
         with self._write() as conn:
-            migrate(conn, self._clock.now())
+            migrate(conn, now)
 
     def close(self) -> None:
         with self._lock:
@@ -77,163 +66,169 @@ class SQLiteRecordStore:
                 self._conn = None
             self._cache.clear()
 
-    def upsert(self, records: Sequence[Record]) -> None:
-        batch = check.check_batch(records)
-        if not batch.records:
-            return
-        with self._write() as conn:
-            check.check_stored_dims(batch, lambda ns: _stored_dim(conn, ns))
-            conn.executemany(q.UPSERT, [q.record_params(r) for r in batch.records])
-            _bump(conn, {r.namespace for r in batch.records})
+    # -- writes ---------------------------------------------------------------------
 
-    def get(self, namespace: str, ids: Sequence[str]) -> builtins.list[Record]:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_ids(ids)
-        if not wanted:
-            return []
-        found = {r.id: r for r in self._select(namespace, Filter(ids=tuple(wanted)))}
-        return [found[i] for i in wanted if i in found]
+    def write(self, batch: WriteBatch) -> WriteResult:
+        with self._lock:
+            try:
+                with self._write() as conn:
+                    return self._apply(conn, batch)
+            except BaseException:
+                self._cache.clear()  # what it applied in place was rolled back
+                raise
 
-    def delete(self, namespace: str, ids: Sequence[str]) -> int:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_ids(ids)
-        if not wanted:
-            return 0
-        with self._write() as conn:
-            cursor = conn.execute(
-                "DELETE FROM records"
-                " WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
-                (namespace, q.json_list(wanted)),
+    def _apply(self, conn: sqlite3.Connection, batch: WriteBatch) -> WriteResult:
+        stored = {ns: _info(conn, ns) for ns in batch.claims}
+        for namespace, info in check_claims(batch.claims, stored).items():
+            conn.execute(
+                "INSERT INTO namespace_info (namespace, dim, model_id) VALUES (?, ?, ?)"
+                " ON CONFLICT (namespace) DO UPDATE SET dim = excluded.dim,"
+                " model_id = excluded.model_id",
+                (namespace, info.dim, info.model_id),
             )
-            _bump(conn, {namespace})
-            return cursor.rowcount
+        touched = {r.namespace for r in batch.upserts}
+        touched |= {ns for ns, _ in batch.deletes}
+        touched |= {ns for cap in batch.caps for ns in (cap.namespace, *cap.also_from)}
+        diff = self._cache.begin(conn, touched)
+        if batch.upserts:
+            conn.executemany(q.UPSERT, [q.record_params(r) for r in batch.upserts])
+            diff.upserted(conn, batch.upserts)
+        deleted = sum(_delete(conn, ns, ids, diff) for ns, ids in batch.deletes)
+        evicted = {cap.namespace: _evict(conn, cap, batch.now, diff) for cap in batch.caps}
+        _forget_empty(conn, {ns for ns, _ in batch.deletes} | set(evicted))
+        _bump(conn, touched)
+        self._cache.commit(diff)
+        return WriteResult(deleted=deleted, evicted=evicted)
+
+    def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE records SET last_accessed_at = ?"
+                " WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
+                (at, namespace, q.json_list(ids)),
+            )
 
     def delete_namespace(self, namespace: str) -> int:
-        namespace = check.check_namespace(namespace)
-        with self._write() as conn:
+        with self._lock, self._write() as conn:
             cursor = conn.execute("DELETE FROM records WHERE namespace = ?", (namespace,))
+            conn.execute("DELETE FROM namespace_info WHERE namespace = ?", (namespace,))
             _bump(conn, {namespace})
+            self._cache.drop(namespace)
             return cursor.rowcount
 
-    def list(
-        self,
-        namespace: str,
-        *,
-        filter: Filter | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        order: Order = "created_desc",
-    ) -> builtins.list[Record]:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_filter(filter)
-        limit = check.check_positive(limit, "limit")
-        offset = check.check_offset(offset)
-        order = check.check_order(order)
-        return self._select(
-            namespace, wanted, f"ORDER BY {q.ORDER_BY[order]} LIMIT ? OFFSET ?", [limit, offset]
-        )
+    def rename_namespace(self, old: str, new: str) -> int:
+        with self._lock, self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE records SET namespace = ? WHERE namespace = ?", (new, old)
+            )
+            conn.execute("UPDATE namespace_info SET namespace = ? WHERE namespace = ?", (new, old))
+            _bump(conn, {old, new})
+            self._cache.drop(old)
+            self._cache.drop(new)
+            return cursor.rowcount
 
-    def count(self, namespace: str, filter: Filter | None = None) -> int:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_filter(filter)
-        clause, params = q.where(namespace, wanted, self._clock.now())
+    def prune_expired(self, now: float) -> int:
+        with self._lock, self._write() as conn:
+            touched = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT DISTINCT namespace FROM records WHERE expires_at <= ?", (now,)
+                )
+            }
+            cursor = conn.execute("DELETE FROM records WHERE expires_at <= ?", (now,))
+            _forget_empty(conn, touched)
+            _bump(conn, touched)
+            for namespace in touched:
+                self._cache.drop(namespace)
+            return cursor.rowcount
+
+    # -- reads ----------------------------------------------------------------------
+
+    def get(self, namespace: str, ids: Sequence[str], now: float) -> builtins.list[Record]:
+        return self._select(namespace, Filter(ids=tuple(ids)), now)
+
+    def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
+        tail = f"ORDER BY {q.ORDER_BY[page.order]} LIMIT ? OFFSET ?"
+        return self._select(namespace, wanted, now, tail, [page.limit, page.offset])
+
+    def count(self, namespace: str, wanted: Filter, now: float) -> int:
+        clause, params = q.where(namespace, wanted, now)
         with self._read() as conn:
             row = conn.execute(f"SELECT count(*) FROM records r WHERE {clause}", params).fetchone()
         return int(row[0])
 
     def vector_search(
-        self,
-        namespace: str,
-        vector: npt.ArrayLike,
-        *,
-        k: int,
-        filter: Filter | None = None,
+        self, namespace: str, query: Vector, k: int, wanted: Filter, now: float
     ) -> builtins.list[ScoredRecord]:
-        namespace = check.check_namespace(namespace)
-        k = check.check_positive(k, "k")
-        wanted = check.check_filter(filter)
-        query = check.check_vector(vector, "vector")
-        now = self._clock.now()
         with self._read() as conn:
-            entry = self._cache.matrix(conn, namespace)
-            if entry.dim is None:
+            vectors = self._cache.rows(conn, namespace)
+            if vectors is None:
                 return []
-            check.check_query_dim(query, entry.dim)
-            scores = cosine_scores(entry.unit_rows, query)  # one pass, no copy of the matrix
-            rows = _candidates(entry.pks, entry.expires_at, conn, namespace, wanted, now)
-            best = top_k(scores[rows], k) if rows is not None else top_k(scores, k)
-            if rows is not None:
-                best = rows[best]
-            pks = [int(p) for p in entry.pks[best]]
-            found = _records_by_pk(conn, pks)
-        return [
-            ScoredRecord(record=found[pk], score=float(score))
-            for pk, score in zip(pks, scores[best], strict=True)
-            if pk in found
-        ]
+            allowed = None if wanted.include_expired else vectors.live(now)
+            if q.has_conditions(wanted):
+                keep = vectors.where_keys(_filtered_pks(conn, namespace, wanted))
+                allowed = keep if allowed is None else allowed & keep
+            best = vectors.search(query, k, allowed)
+            found = _records_by_pk(conn, [pk for pk, _ in best])
+        return [ScoredRecord(record=found[pk], score=s) for pk, s in best if pk in found]
+
+    def nearest(
+        self, namespace: str, queries: Matrix, now: float
+    ) -> builtins.list[tuple[str, float] | None]:
+        with self._read() as conn:
+            vectors = self._cache.rows(conn, namespace)
+            if vectors is None:
+                return [None] * queries.shape[0]
+            best = vectors.nearest(queries, vectors.live(now))
+            pks = [hit[0] for hit in best if hit is not None]
+            rows = conn.execute(
+                "SELECT pk, id FROM records WHERE pk IN (SELECT value FROM json_each(?))",
+                (json.dumps(pks),),
+            ).fetchall()
+        ids = {int(pk): str(id) for pk, id in rows}
+        return [None if hit is None else (ids[hit[0]], hit[1]) for hit in best]
 
     def text_search(
-        self,
-        namespace: str,
-        query: str,
-        *,
-        k: int,
-        filter: Filter | None = None,
+        self, namespace: str, words: Sequence[str], k: int, wanted: Filter, now: float
     ) -> builtins.list[ScoredRecord]:
-        namespace = check.check_namespace(namespace)
-        words = query_words(check.check_query(query))
-        k = check.check_positive(k, "k")
-        wanted = check.check_filter(filter)
-        if not words:
-            return []
-        clause, params = q.where(namespace, wanted, self._clock.now())
+        clause, params = q.where(namespace, wanted, now)
         sql = (
-            f"SELECT {q.COLUMNS}, bm25(records_fts) AS rank FROM records_fts"
+            "SELECT r.pk, bm25(records_fts) AS rank FROM records_fts"
             " JOIN records r ON r.pk = records_fts.rowid"
             f" WHERE records_fts MATCH ? AND {clause} ORDER BY rank, r.id LIMIT ?"
         )
         with self._read() as conn:
-            rows = conn.execute(sql, [q.fts_query(words), *params, k]).fetchall()
-        return [ScoredRecord(record=q.record_from_row(row), score=-float(row[-1])) for row in rows]
+            ranked = conn.execute(sql, [q.fts_query(words), *params, k]).fetchall()
+            found = _records_by_pk(conn, [int(row[0]) for row in ranked])
+        return [
+            ScoredRecord(record=found[int(pk)], score=-float(rank))
+            for pk, rank in ranked
+            if int(pk) in found
+        ]
 
-    def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
-        namespace = check.check_namespace(namespace)
-        wanted = check.check_ids(ids)
-        at = check.check_time(at, "at")
-        if not wanted:
-            return
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE records SET last_accessed_at = ?"
-                " WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
-                (at, namespace, q.json_list(wanted)),
-            )
-
-    def namespaces(self, prefix: str = "") -> builtins.list[str]:
-        prefix = check.check_text(prefix, "prefix")
+    def namespaces(self, prefix: str, now: float) -> builtins.list[str]:
         with self._read() as conn:
             rows = conn.execute(
                 "SELECT DISTINCT namespace FROM records"
                 " WHERE namespace >= ? AND substr(namespace, 1, ?) = ?"
                 " AND (expires_at IS NULL OR expires_at > ?) ORDER BY namespace",
-                (prefix, len(prefix), prefix, self._clock.now()),
+                (prefix, len(prefix), prefix, now),
             ).fetchall()
         return [row[0] for row in rows]
 
-    def prune_expired(self, now: float) -> int:
-        now = check.check_time(now, "now")
-        with self._write() as conn:
-            touched = conn.execute(
-                "SELECT DISTINCT namespace FROM records WHERE expires_at <= ?", (now,)
-            ).fetchall()
-            cursor = conn.execute("DELETE FROM records WHERE expires_at <= ?", (now,))
-            _bump(conn, {row[0] for row in touched})
-            return cursor.rowcount
+    def namespace_info(self, namespace: str) -> NamespaceInfo | None:
+        with self._read() as conn:
+            return _info(conn, namespace)
 
     def _select(
-        self, namespace: str, wanted: Filter, tail: str = "", tail_params: Sequence[Any] = ()
+        self,
+        namespace: str,
+        wanted: Filter,
+        now: float,
+        tail: str = "",
+        tail_params: Sequence[Any] = (),
     ) -> builtins.list[Record]:
-        clause, params = q.where(namespace, wanted, self._clock.now())
+        clause, params = q.where(namespace, wanted, now)
         sql = f"SELECT {q.COLUMNS} FROM records r WHERE {clause} {tail}"
         with self._read() as conn:
             rows = conn.execute(sql, [*params, *tail_params]).fetchall()
@@ -269,6 +264,31 @@ class SQLiteRecordStore:
                 raise
 
 
+class SQLiteRecordStore(RecordStore):
+    """A ``RecordStore`` on a ``SQLiteBackend``."""
+
+    def __init__(
+        self,
+        path: str | PathLike[str],
+        *,
+        clock: Clock | None = None,
+        cached_namespaces: int = 32,
+    ) -> None:
+        self.path = str(path)
+        super().__init__(SQLiteBackend(path, cached_namespaces=cached_namespaces), clock=clock)
+
+    @classmethod
+    def from_url(cls, url: str, *, clock: Clock | None = None) -> SQLiteRecordStore:
+        """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://:memory:``."""
+        if not url.startswith("sqlite://"):
+            raise ConfigError(f"not a sqlite:// URL: {url!r}; use sqlite:///path/to/file.db.")
+        path = url.removeprefix("sqlite://")
+        path = path.removeprefix("/") if path != "/:memory:" else ":memory:"
+        if not path:
+            raise ConfigError(f"{url!r} names no file; use sqlite:///path/to/file.db.")
+        return cls(path, clock=clock)
+
+
 def _connect(path: str) -> sqlite3.Connection:
     with _translated(path):
         try:
@@ -285,10 +305,20 @@ def _connect(path: str) -> sqlite3.Connection:
         try:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            _ensure_pow(conn)
         except BaseException:
             conn.close()
             raise
     return conn
+
+
+def _ensure_pow(conn: sqlite3.Connection) -> None:
+    """Eviction's retention score needs ``pow``; SQLite builds without the math
+    functions get Python's."""
+    try:
+        conn.execute("SELECT pow(0.5, 1.0)")
+    except sqlite3.OperationalError:
+        conn.create_function("pow", 2, math.pow, deterministic=True)
 
 
 @contextmanager
@@ -304,38 +334,69 @@ def _translated(path: str) -> Iterator[None]:
         raise StoreUnavailable(f"SQLite file {path!r} failed: {exc}") from exc
 
 
-def _stored_dim(conn: sqlite3.Connection, namespace: str) -> int | None:
+def _info(conn: sqlite3.Connection, namespace: str) -> NamespaceInfo | None:
     row = conn.execute(
-        "SELECT dim FROM records WHERE namespace = ? AND dim IS NOT NULL LIMIT 1", (namespace,)
+        "SELECT dim, model_id FROM namespace_info WHERE namespace = ?", (namespace,)
     ).fetchone()
-    return None if row is None else int(row[0])
+    return None if row is None else NamespaceInfo(dim=int(row[0]), model_id=row[1])
+
+
+def _delete(conn: sqlite3.Connection, namespace: str, ids: Sequence[str], diff: CacheDiff) -> int:
+    rows = conn.execute(
+        "DELETE FROM records WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))"
+        " RETURNING pk",
+        (namespace, q.json_list(ids)),
+    ).fetchall()
+    diff.removed(namespace, [int(row[0]) for row in rows])
+    return len(rows)
+
+
+def _evict(conn: sqlite3.Connection, cap: Cap, now: float, diff: CacheDiff) -> list[str]:
+    """Delete the lowest-retention records beyond ``cap.keep``, chosen in SQL with a LIMIT."""
+    live = "namespace = ? AND (expires_at IS NULL OR expires_at > ?)"
+    row = conn.execute(f"SELECT count(*) FROM records WHERE {live}", (cap.namespace, now))
+    excess = int(row.fetchone()[0]) - cap.keep
+    if excess <= 0:
+        return []
+    doomed = [
+        row[0]
+        for row in conn.execute(
+            f"SELECT id FROM records WHERE {live} ORDER BY"
+            " ? * pow(0.5, max(0.0, ? - max(created_at, coalesce(last_accessed_at, created_at)))"
+            " / ? / ?) + ? * importance, created_at, id LIMIT ?",
+            (
+                cap.namespace,
+                now,
+                cap.recency_weight,
+                now,
+                DAY_S,
+                cap.half_life_days,
+                cap.importance_weight,
+                excess,
+            ),
+        )
+    ]
+    for namespace in (cap.namespace, *cap.also_from):
+        _delete(conn, namespace, doomed, diff)
+    return doomed
+
+
+def _forget_empty(conn: sqlite3.Connection, namespaces: set[str]) -> None:
+    """A namespace left without records forgets its embedding dimension and model."""
+    conn.executemany(
+        "DELETE FROM namespace_info WHERE namespace = ?"
+        " AND NOT EXISTS (SELECT 1 FROM records WHERE namespace = ?)",
+        [(ns, ns) for ns in namespaces],
+    )
 
 
 def _bump(conn: sqlite3.Connection, namespaces: set[str]) -> None:
-    """Record a write to each namespace, so every vector cache reloads it."""
+    """Record a write to each namespace, so other processes' vector caches reload it."""
     conn.executemany(
         "INSERT INTO namespace_versions (namespace, version) VALUES (?, 1)"
         " ON CONFLICT (namespace) DO UPDATE SET version = version + 1",
         [(ns,) for ns in namespaces],
     )
-
-
-def _candidates(
-    pks: npt.NDArray[np.int64],
-    expires_at: npt.NDArray[np.float64],
-    conn: sqlite3.Connection,
-    namespace: str,
-    wanted: Filter,
-    now: float,
-) -> npt.NDArray[np.intp] | None:
-    """Matrix rows that pass ``wanted`` at ``now``; ``None`` when every row does."""
-    mask = None if wanted.include_expired else expires_at > now
-    if q.has_conditions(wanted):
-        allowed = np.isin(pks, _filtered_pks(conn, namespace, wanted))
-        mask = allowed if mask is None else mask & allowed
-    if mask is None or mask.all():
-        return None
-    return np.flatnonzero(mask)
 
 
 def _filtered_pks(conn: sqlite3.Connection, namespace: str, wanted: Filter) -> builtins.list[int]:
@@ -347,8 +408,10 @@ def _filtered_pks(conn: sqlite3.Connection, namespace: str, wanted: Filter) -> b
 
 
 def _records_by_pk(conn: sqlite3.Connection, pks: Sequence[int]) -> dict[int, Record]:
+    if not pks:
+        return {}
     rows = conn.execute(
         f"SELECT {q.COLUMNS} FROM records r WHERE r.pk IN (SELECT value FROM json_each(?))",
-        (json.dumps(pks),),
+        (json.dumps(list(pks)),),
     ).fetchall()
     return {int(row[0]): q.record_from_row(row) for row in rows}

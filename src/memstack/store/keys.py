@@ -1,7 +1,7 @@
 """API keys: stored hashed, each bound to a tenant and optionally to some agents.
 
 A raw key is ``msk_<id>_<secret>``. Only the SHA-256 of the whole key is stored, in the
-record store's ``auth/keys`` namespace under ``<id>``; checking a key fetches that one
+record store's ``Namespace("auth", "keys")`` under ``<id>``; checking a key fetches that one
 record and compares digests in constant time. The raw key is shown once, at creation.
 """
 
@@ -17,13 +17,13 @@ from typing import Final
 
 from memstack.clock import Clock, SystemClock
 from memstack.errors import InvalidInput, NotFound
-from memstack.storage import Record, RecordStore
+from memstack.storage import Namespace, Record, RecordStore
 from memstack.store.principal import Principal
 from memstack.store.types import check_id_part
 
 __all__ = ["ApiKeys", "KeyInfo"]
 
-NAMESPACE: Final = "auth/keys"
+NAMESPACE: Final = Namespace("auth", "keys")
 _RAW = re.compile(r"^msk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
 
 
@@ -133,7 +133,7 @@ def _digest(raw: str) -> str:
 def _record(info: KeyInfo, digest: str) -> Record:
     return Record(
         id=info.id,
-        namespace=NAMESPACE,
+        namespace=NAMESPACE.encode(),
         text=info.label or "",
         kind="api_key",
         metadata={

@@ -21,9 +21,8 @@ from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput, NotFound
 from memstack.longterm.secrets import secret_kind
-from memstack.storage import Filter, Record, RecordStore
+from memstack.storage import Filter, Namespace, Record, RecordStore
 from memstack.storage.hybrid import hybrid_candidates
-from memstack.store.ltm import encode_part
 from memstack.store.principal import Principal
 from memstack.store.render import xml_attr
 
@@ -63,12 +62,12 @@ class KnowledgeBase:
         self.clock: Clock = clock or SystemClock()
 
     @staticmethod
-    def _docs(tenant: str) -> str:
-        return f"kb/{encode_part(tenant)}/docs"
+    def _docs(tenant: str) -> Namespace:
+        return Namespace("kb", tenant, "docs")
 
     @staticmethod
-    def _chunks(tenant: str) -> str:
-        return f"kb/{encode_part(tenant)}/chunks"
+    def _chunks(tenant: str) -> Namespace:
+        return Namespace("kb", tenant, "chunks")
 
     async def add(
         self,
@@ -106,33 +105,29 @@ class KnowledgeBase:
         passages = split_passages(doc.text)
         vectors = self.embedder.embed_batch([f"{doc.title}: {p}" for p in passages])
         meta: dict[str, JSON] = {"title": doc.title, "tags": list(doc.tags), "source": doc.source}
-        self.records.upsert(
-            [
-                Record(
-                    id=f"{doc.id}:{i}",
-                    namespace=self._chunks(tenant),
-                    text=f"{doc.title}\n{passage}",
-                    metadata={"doc_id": doc.id, "title": doc.title, "passage": passage},
-                    created_at=doc.created_at,
-                    updated_at=doc.created_at,
-                    embedding=vectors[i],
-                )
-                for i, passage in enumerate(passages)
-            ]
+        chunks = [
+            Record(
+                id=f"{doc.id}:{i}",
+                namespace=self._chunks(tenant).encode(),
+                text=f"{doc.title}\n{passage}",
+                metadata={"doc_id": doc.id, "title": doc.title, "passage": passage},
+                created_at=doc.created_at,
+                updated_at=doc.created_at,
+                embedding=vectors[i],
+            )
+            for i, passage in enumerate(passages)
+        ]
+        document = Record(
+            id=doc.id,
+            namespace=self._docs(tenant).encode(),
+            text=doc.text,
+            kind="document",
+            metadata={**meta, "chunks": len(passages)},
+            created_at=doc.created_at,
+            updated_at=doc.created_at,
         )
-        self.records.upsert(
-            [
-                Record(
-                    id=doc.id,
-                    namespace=self._docs(tenant),
-                    text=doc.text,
-                    kind="document",
-                    metadata={**meta, "chunks": len(passages)},
-                    created_at=doc.created_at,
-                    updated_at=doc.created_at,
-                )
-            ]
-        )
+        # one transaction: a document is never listed without its passages
+        self.records.upsert([*chunks, document], model_id=self.embedder.model_id)
 
     async def get(self, principal: Principal, document_id: str) -> Document:
         found = await asyncio.to_thread(
@@ -163,8 +158,9 @@ class KnowledgeBase:
         chunks = self.records.list(
             self._chunks(tenant), filter=Filter(metadata={"doc_id": doc.id}), limit=10_000
         )
-        self.records.delete(self._chunks(tenant), [c.id for c in chunks])
-        self.records.delete(self._docs(tenant), [doc.id])
+        self.records.write(
+            deletes={self._chunks(tenant): [c.id for c in chunks], self._docs(tenant): [doc.id]}
+        )
 
     async def search(
         self, principal: Principal, query: str, *, limit: int = 5
@@ -183,6 +179,7 @@ class KnowledgeBase:
             vector=vector,
             pool=max(4 * limit, 20),
             keyword_weight=0.3,
+            model_id=self.embedder.model_id,
         )
         return [
             KnowledgeHit(

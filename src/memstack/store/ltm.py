@@ -5,30 +5,23 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from memstack._json import JSON, to_json
-from memstack.storage import Filter, Order, Record, RecordStore
+from memstack.storage import Cap, Filter, Namespace, Order, Record, RecordStore
+from memstack.storage.namespace import decode_part, encode_part
 from memstack.store.types import SCOPES, Memory, Scope
 
 __all__ = ["LongTermTier", "encode_part", "from_record", "memory_filter"]
 
-_PREFIX: Final = "mem"
-_INDEX: Final = "memidx"
-
-
-def encode_part(part: str) -> str:
-    """Percent-encode ``/`` and ``%`` so namespace parts never run into each other."""
-    return part.replace("%", "%25").replace("/", "%2F")
-
 
 class LongTermTier:
-    """Memories in a RecordStore: ``mem/<tenant>/<bucket>`` holds them, ``memidx/<tenant>``
-    maps each id to its bucket. The record text is ``key: value`` so full-text search
-    sees both; the value itself is kept in the metadata."""
+    """Memories in a RecordStore: ``Namespace("mem", tenant, bucket)`` holds them,
+    ``Namespace("memidx", tenant)`` maps each id to its bucket. A memory and its index
+    entry are written, and removed, in one transaction. The record text is
+    ``key: value`` so full-text search sees both; the value itself is in the metadata."""
 
     def __init__(self, records: RecordStore) -> None:
         self.records = records
@@ -36,43 +29,56 @@ class LongTermTier:
     # -- names, in one place ------------------------------------------------------
 
     @staticmethod
-    def namespace(tenant: str, bucket: str) -> str:
-        return f"{_PREFIX}/{encode_part(tenant)}/{encode_part(bucket)}"
+    def namespace(tenant: str, bucket: str) -> Namespace:
+        return Namespace("mem", tenant, bucket)
 
     @staticmethod
-    def index_namespace(tenant: str) -> str:
-        return f"{_INDEX}/{encode_part(tenant)}"
+    def index_namespace(tenant: str) -> Namespace:
+        return Namespace("memidx", tenant)
 
     def buckets(self, tenant: str) -> list[str]:
-        prefix = f"{_PREFIX}/{encode_part(tenant)}/"
-        return [
-            ns[len(prefix) :].replace("%2F", "/").replace("%25", "%")
-            for ns in self.records.namespaces(prefix)
-        ]
+        prefix = Namespace("mem", tenant).prefix()
+        return [decode_part(ns[len(prefix) :]) for ns in self.records.namespaces(prefix)]
 
     def tenants(self) -> list[str]:
-        prefix = f"{_INDEX}/"
-        return [
-            ns[len(prefix) :].replace("%2F", "/").replace("%25", "%")
-            for ns in self.records.namespaces(prefix)
-        ]
+        prefix = Namespace("memidx").prefix()
+        return [decode_part(ns[len(prefix) :]) for ns in self.records.namespaces(prefix)]
 
     # -- reads and writes --------------------------------------------------------------
 
-    def upsert(self, memory: Memory, embedding: npt.NDArray[np.float32] | None) -> None:
-        self.records.upsert([_to_record(memory, embedding)])
-        self.records.upsert(
-            [
-                Record(
-                    id=memory.id,
-                    namespace=self.index_namespace(memory.tenant),
-                    text=memory.bucket,
-                    created_at=memory.created_at,
-                    updated_at=memory.updated_at,
-                    expires_at=memory.expires_at,
-                )
-            ]
+    def upsert(
+        self,
+        memory: Memory,
+        embedding: npt.NDArray[np.float32] | None,
+        *,
+        keep: int = 0,
+        model_id: str | None = None,
+    ) -> list[str]:
+        """Write the memory and its index entry in one transaction; with ``keep`` > 0,
+        evict the oldest of its bucket beyond ``keep`` in the same one. Returns the ids
+        evicted."""
+        index = Record(
+            id=memory.id,
+            namespace=self.index_namespace(memory.tenant).encode(),
+            text=memory.bucket,
+            created_at=memory.created_at,
+            updated_at=memory.updated_at,
+            expires_at=memory.expires_at,
         )
+        namespace = self.namespace(memory.tenant, memory.bucket)
+        caps = [
+            Cap(
+                namespace=namespace.encode(),
+                keep=keep,
+                also_from=(self.index_namespace(memory.tenant).encode(),),
+            )
+        ]
+        result = self.records.write(
+            upserts=[_to_record(memory, embedding), index],
+            caps=caps if keep > 0 else (),
+            model_id=model_id,
+        )
+        return result.evicted.get(namespace.encode(), [])
 
     def get(self, tenant: str, memory_id: str) -> Memory | None:
         found = self.records.get(self.index_namespace(tenant), [memory_id])
@@ -85,10 +91,11 @@ class LongTermTier:
         found = self.records.get(self.namespace(memory.tenant, memory.bucket), [memory.id])
         return found[0] if found else None
 
-    def delete(self, tenant: str, bucket: str, ids: Sequence[str]) -> int:
-        removed = self.records.delete(self.namespace(tenant, bucket), ids)
-        self.records.delete(self.index_namespace(tenant), ids)
-        return removed
+    def delete(self, tenant: str, bucket: str, ids: Sequence[str]) -> None:
+        """Remove these memories and their index entries in one transaction."""
+        self.records.write(
+            deletes={self.namespace(tenant, bucket): ids, self.index_namespace(tenant): ids}
+        )
 
     def list(
         self,
@@ -136,7 +143,7 @@ def memory_filter(
 def _to_record(memory: Memory, embedding: npt.NDArray[np.float32] | None) -> Record:
     return Record(
         id=memory.id,
-        namespace=LongTermTier.namespace(memory.tenant, memory.bucket),
+        namespace=LongTermTier.namespace(memory.tenant, memory.bucket).encode(),
         text=f"{memory.key}: {memory.value}",
         kind=memory.scope,
         metadata={

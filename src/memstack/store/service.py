@@ -202,19 +202,13 @@ class MemoryStore:
         if existing is not None:
             memory = replace(memory, created_at=existing.created_at)
         vector = self.embedder.embed_batch([f"{memory.key}: {memory.value}"])[0]
-        self.long_term.upsert(memory, vector)
+        evicted = self.long_term.upsert(
+            memory, vector, keep=self.ltm_max_entries, model_id=self.embedder.model_id
+        )
         self._stm_put(memory)
-        self._enforce_cap(memory.tenant, memory.bucket)
+        if evicted:
+            self._stm_remove(memory.tenant, memory.bucket, evicted)
         return memory
-
-    def _enforce_cap(self, tenant: str, bucket: str) -> None:
-        if self.ltm_max_entries == 0:
-            return
-        excess = self.long_term.count(tenant, bucket) - self.ltm_max_entries
-        if excess <= 0:
-            return
-        oldest = self.long_term.list(tenant, bucket, limit=excess, order="created_asc")
-        self._remove(tenant, bucket, [m.id for m in oldest])
 
     async def delete(self, principal: Principal, memory_id: str) -> Memory:
         """Remove a memory from every tier and index; returns what was removed."""
@@ -224,6 +218,9 @@ class MemoryStore:
 
     def _remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> None:
         self.long_term.delete(tenant, bucket, ids)
+        self._stm_remove(tenant, bucket, ids)
+
+    def _stm_remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> None:
         try:
             self.short_term.remove(tenant, bucket, ids)
         except StoreUnavailable as exc:
@@ -348,6 +345,7 @@ class MemoryStore:
                     pool=max(4 * limit, 40),
                     keyword_weight=0.0 if mode == "semantic" else KEYWORD_WEIGHT,
                     filter=where.filter_for(bucket),
+                    model_id=self.embedder.model_id,
                 )
             )
         hits.sort(key=lambda h: h.relevance, reverse=True)
