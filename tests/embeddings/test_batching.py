@@ -88,6 +88,27 @@ def test_one_caller_with_more_than_max_batch_texts_is_split_in_order():
     np.testing.assert_array_equal(vectors, HashEmbedder(dim=32).embed_batch(texts))
 
 
+class OverlapProbe:
+    """An embedder whose calls each wait until another call is running at the same time."""
+
+    def __init__(self) -> None:
+        self._inner = HashEmbedder(dim=32)
+        self._both_inside = threading.Barrier(2, timeout=30)
+        self.dim, self.model_id = self._inner.dim, self._inner.model_id
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        self._both_inside.wait()  # BrokenBarrierError if the calls ran one after the other
+        return self._inner.embed_batch(texts)
+
+
+def test_the_next_batch_runs_while_the_previous_one_is_still_running():
+    batching = BatchingEmbedder(OverlapProbe(), max_wait_ms=0, max_batch=1)
+    results = at_once(2, lambda i: batching.embed_batch([f"text {i}"]))
+    for i, result in enumerate(results):
+        assert isinstance(result, np.ndarray), result
+        np.testing.assert_array_equal(result, HashEmbedder(dim=32).embed_batch([f"text {i}"]))
+
+
 def test_an_inner_error_reaches_every_caller_of_that_batch():
     inner = CountingEmbedder(fail_on="boom")
     batching = BatchingEmbedder(inner, max_wait_ms=10_000, max_batch=2)

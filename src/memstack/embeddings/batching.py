@@ -2,15 +2,18 @@
 
 A server embeds one short query per request, from many threads at once. One model call
 over 20 texts costs far less than 20 calls over one text each, so callers queue their
-texts and one of them, the leader, runs a single ``inner.embed_batch`` over the queue.
+texts and the callers themselves run the merged calls: there is no thread of its own.
 
-Leader-follower, no thread of its own: a caller that finds no leader becomes it. The
-leader waits until ``max_batch`` texts are queued or the oldest queued caller has waited
+A waiting caller with texts still queued becomes the collector when there is none. It
+waits until ``max_batch`` texts are queued or the oldest queued caller has waited
 ``max_wait_ms``, takes up to ``max_batch`` texts off the front of the queue (a caller's
-texts beyond that stay queued for the next batch), runs the inner call without the lock
-held, hands every caller its rows (or the inner call's error), and repeats until its own
-texts are done. Then it steps down and a waiting caller takes over. Each caller's texts
-are checked before they are queued, so one bad item never fails another caller's batch.
+texts beyond that stay queued for the next batch) and steps down, so the next batch
+can be collected while this one runs. It then runs the inner call without the lock
+held and hands every caller in the batch its rows, or the inner call's error. Each
+caller loops until its own texts are done, collecting and running batches as needed.
+Inner calls may overlap (the local model runs concurrent calls on separate cores).
+Each caller's texts are checked before they are queued, so one bad item never fails
+another caller's batch.
 """
 
 from __future__ import annotations
@@ -30,24 +33,36 @@ __all__ = ["BatchingEmbedder"]
 
 
 class _Request:
-    """One caller's texts: how many are handed to a batch, their rows, or the error."""
+    """One caller's texts: how many are handed to batches, their rows, or the error."""
 
     def __init__(self, texts: list[str], arrived: float) -> None:
         self.texts = texts
         self.arrived = arrived
         self.taken = 0
-        self.parts: list[Vectors] = []
+        self.rows: Vectors | None = None
         self.filled = 0
         self.error: BaseException | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """Some of its texts are still queued."""
+        return self.taken < len(self.texts)
 
     @property
     def done(self) -> bool:
         return self.error is not None or self.filled == len(self.texts)
 
+    def fill(self, start: int, vectors: Vectors) -> None:
+        if self.rows is None:
+            self.rows = np.empty((len(self.texts), vectors.shape[1]), dtype=np.float32)
+        self.rows[start : start + len(vectors)] = vectors
+        self.filled += len(vectors)
+
     def result(self) -> Vectors:
         if self.error is not None:
             raise self.error
-        return np.concatenate(self.parts)
+        assert self.rows is not None  # done and no error: every row is filled
+        return self.rows
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,11 +97,11 @@ class BatchingEmbedder:
         self.max_wait_ms = float(max_wait_ms)
         self.max_batch = max_batch
         self._lock = threading.Lock()
-        self._arrivals = threading.Condition(self._lock)  # the leader waits for company
-        self._progress = threading.Condition(self._lock)  # followers wait for their rows
+        self._arrivals = threading.Condition(self._lock)  # the collector waits for company
+        self._progress = threading.Condition(self._lock)  # the others wait for their rows
         self._pending: deque[_Request] = deque()
         self._queued = 0  # texts in _pending not yet handed to a batch
-        self._leading = False
+        self._collecting = False
 
     @property
     def dim(self) -> int:
@@ -105,45 +120,52 @@ class BatchingEmbedder:
             self._pending.append(request)
             self._queued += len(items)
             self._arrivals.notify()
-            while not request.done and self._leading:
-                self._progress.wait()
-            if request.done:
-                return request.result()
-            self._leading = True
         try:
-            while not request.done:
-                self._run(self._take_batch())
+            while (batch := self._next_batch(request)) is not None:
+                self._run(batch)
         finally:
-            with self._lock:
-                if not request.done:  # the leader was interrupted: drop its queued texts
+            if not request.done:  # interrupted: its queued texts are nobody's now
+                with self._lock:
                     self._drop(request)
-                self._leading = False
-                self._progress.notify_all()  # a waiting caller takes over
         return request.result()
 
-    def _take_batch(self) -> list[_Slice]:
-        """Up to ``max_batch`` texts off the front of the queue, once it is full or old enough."""
+    def _next_batch(self, request: _Request) -> list[_Slice] | None:
+        """A batch for this caller to run, or None once its own texts are done."""
         with self._lock:
-            deadline = self._pending[0].arrived + self.max_wait_ms / 1000
-            while self._queued < self.max_batch:
-                delay = deadline - time.monotonic()
-                if delay <= 0:
-                    break
-                self._arrivals.wait(delay)
-            batch: list[_Slice] = []
-            room = self.max_batch
-            while room and self._pending:
-                request = self._pending[0]
-                count = min(room, len(request.texts) - request.taken)
-                batch.append(
-                    _Slice(request=request, start=request.taken, stop=request.taken + count)
-                )
-                request.taken += count
-                room -= count
-                self._queued -= count
-                if request.taken == len(request.texts):
-                    self._pending.popleft()
-            return batch
+            while not request.done:
+                if request.waiting and not self._collecting:
+                    self._collecting = True
+                    try:
+                        return self._take_batch()
+                    finally:
+                        self._collecting = False
+                        self._progress.notify_all()  # another caller may collect the next
+                self._progress.wait()
+            return None
+
+    def _take_batch(self) -> list[_Slice]:
+        """Up to ``max_batch`` texts off the front of the queue, once it is full or old enough.
+
+        Called with the lock held.
+        """
+        deadline = self._pending[0].arrived + self.max_wait_ms / 1000
+        while self._queued < self.max_batch:
+            delay = deadline - time.monotonic()
+            if delay <= 0:
+                break
+            self._arrivals.wait(delay)
+        batch: list[_Slice] = []
+        room = self.max_batch
+        while room and self._pending:
+            request = self._pending[0]
+            count = min(room, len(request.texts) - request.taken)
+            batch.append(_Slice(request=request, start=request.taken, stop=request.taken + count))
+            request.taken += count
+            room -= count
+            self._queued -= count
+            if request.taken == len(request.texts):
+                self._pending.popleft()
+        return batch
 
     def _run(self, batch: list[_Slice]) -> None:
         """One inner call over ``batch``; its rows, or its error, go to every caller in it."""
@@ -158,15 +180,14 @@ class BatchingEmbedder:
         except Exception as exc:
             self._fail(batch, exc)
             return
-        except BaseException as exc:  # KeyboardInterrupt and the like stop the leader too
+        except BaseException as exc:  # KeyboardInterrupt and the like stop this caller too
             self._fail(batch, exc)
             raise
         with self._lock:
             offset = 0
             for s in batch:
                 count = s.stop - s.start
-                s.request.parts.append(vectors[offset : offset + count])
-                s.request.filled += count
+                s.request.fill(s.start, vectors[offset : offset + count])
                 offset += count
             self._progress.notify_all()
 
