@@ -22,7 +22,6 @@ __all__ = [
     "UPSERT",
     "canonical_json",
     "decode_vector",
-    "fts_query",
     "has_conditions",
     "json_list",
     "record_from_row",
@@ -114,11 +113,6 @@ def _json_test(value: JSON) -> tuple[str, list[Any]]:
         return "m.type = 'text' AND m.atom = ?", [value]
     kind = "array" if isinstance(value, list) else "object"
     return f"m.type = '{kind}' AND m.value = ?", [canonical_json(value)]
-
-
-def fts_query(words: Sequence[str]) -> str:
-    """An FTS5 query matching any of ``words``, each as a quoted string."""
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
 def record_params(record: Record) -> tuple[Any, ...]:

@@ -8,6 +8,8 @@ caller's write transaction, so a schema change is all or nothing.
 - ``namespace_versions`` counts writes per namespace; the vector cache compares it to
   notice writes made through any connection, in this process or another. Its rows are
   never deleted, so a count never goes back to a value a cache has seen.
+- ``records_fts`` (1) was dropped by 3, when keyword ranking moved in process.
+- ``records_fts`` (1) was dropped by 3, when keyword ranking moved in process.
 - ``namespace_info`` (2) keeps each namespace's embedding dimension and model, so a
   write checks them with one lookup instead of scanning records.
 """
@@ -70,6 +72,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         ) WITHOUT ROWID""",
         """INSERT INTO namespace_info (namespace, dim)
             SELECT namespace, max(dim) FROM records WHERE dim IS NOT NULL GROUP BY namespace""",
+    ),
+    (
+        # Keywords are ranked by the in-process KeywordIndex now (see _keywords); the FTS5
+        # index only cost every write its triggers.
+        "DROP TRIGGER records_fts_insert",
+        "DROP TRIGGER records_fts_delete",
+        "DROP TRIGGER records_fts_update",
+        "DROP TABLE records_fts",
     ),
 )
 

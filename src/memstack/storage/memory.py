@@ -1,27 +1,22 @@
 """The in-memory backend: the reference engine, kept in process memory; nothing persists.
 
-Each namespace keeps, updated on every write rather than rebuilt per query:
-- its records by id;
-- a float32 matrix of unit embeddings (rows appended, overwritten in place, and a
-  deleted row filled by the last one), with the row's id and expiry beside it;
-- an inverted index for BM25: word -> {id: term count}, each document's length, and
-  the total length, so a query touches only the documents holding its words.
+Each namespace keeps, updated on every write rather than rebuilt per query: its records
+by id, a ``VectorRows`` matrix of unit embeddings, and a ``KeywordIndex`` for BM25 (the
+same two indexes the SQLite backend caches).
 """
 
 from __future__ import annotations
 
 import builtins
 import copy
-import math
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from memstack.clock import Clock
 from memstack.errors import ConfigError
 from memstack.storage import _validate as check
-from memstack.storage._text import BM25_B, BM25_K1, tokenize
+from memstack.storage._keywords import KeywordIndex
 from memstack.storage._vector_rows import VectorRows
 from memstack.storage.backend import (
     Cap,
@@ -46,9 +41,7 @@ class _Space:
     records: dict[str, Record] = field(default_factory=dict)
     info: NamespaceInfo | None = None
     vectors: VectorRows[str] | None = None
-    postings: dict[str, dict[str, int]] = field(default_factory=dict)
-    lengths: dict[str, int] = field(default_factory=dict)
-    total_length: int = 0
+    words: KeywordIndex[str] = field(default_factory=KeywordIndex)
 
     def put(self, record: Record) -> None:
         self.remove(record.id)
@@ -57,24 +50,14 @@ class _Space:
             if self.vectors is None:
                 self.vectors = VectorRows(record.embedding.shape[0])
             self.vectors.put(record.id, record.embedding, record.expires_at)
-        words = tokenize(record.text)
-        self.lengths[record.id] = len(words)
-        self.total_length += len(words)
-        for word, n in Counter(words).items():
-            self.postings.setdefault(word, {})[record.id] = n
+        self.words.put(record.id, record.text, record.expires_at)
 
     def remove(self, id: str) -> Record | None:
         record = self.records.pop(id, None)
-        if record is None:
-            return None
-        if self.vectors is not None:
-            self.vectors.remove(id)
-        self.total_length -= self.lengths.pop(id)
-        for word in set(tokenize(record.text)):
-            docs = self.postings[word]
-            del docs[id]
-            if not docs:
-                del self.postings[word]
+        if record is not None:
+            if self.vectors is not None:
+                self.vectors.remove(id)
+            self.words.remove(id)
         return record
 
 
@@ -157,14 +140,12 @@ class InMemoryBackend:
             space = self._spaces.get(namespace)
             if space is None:
                 return []
-            scores = _bm25(space, words)
-            hits = [
-                (score, space.records[id])
-                for id, score in scores.items()
-                if _matches(space.records[id], wanted, now)
-            ]
-        hits.sort(key=lambda hit: (-hit[0], hit[1].id))
-        return [ScoredRecord(record=_copy(r), score=s) for s, r in hits[:k]]
+            allowed = None
+            if _narrows(wanted):
+                allowed = [i for i, r in space.records.items() if _matches(r, wanted, now)]
+            at = None if wanted.include_expired else now
+            hits = [(space.records[i], s) for i, s in space.words.search(words, k, at, allowed)]
+        return [ScoredRecord(record=_copy(r), score=s) for r, s in hits]
 
     def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
         with self._lock:
@@ -264,25 +245,6 @@ class InMemoryRecordStore(RecordStore):
         if not url.startswith("memory://"):
             raise ConfigError(f"not a memory:// URL: {url!r}.")
         return cls(clock=clock)
-
-
-def _bm25(space: _Space, words: Sequence[str]) -> dict[str, float]:
-    """Okapi BM25 of every document holding a query word, with the non-negative IDF
-    ``ln(1 + (N - df + 0.5) / (df + 0.5))``."""
-    n = len(space.records)
-    if n == 0:
-        return {}
-    average = space.total_length / n or 1.0
-    scores: dict[str, float] = {}
-    for word in set(words):
-        docs = space.postings.get(word)
-        if not docs:
-            continue
-        idf = math.log(1.0 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
-        for id, tf in docs.items():
-            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * space.lengths[id] / average)
-            scores[id] = scores.get(id, 0.0) + idf * tf * (BM25_K1 + 1.0) / (tf + norm)
-    return scores
 
 
 def _narrows(wanted: Filter) -> bool:

@@ -3,10 +3,10 @@
 - One connection per store, guarded by a lock: calls from many threads take turns,
   and WAL mode with a busy timeout lets other processes read and write the same file.
 - Writes run in ``BEGIN IMMEDIATE`` transactions, so a failed batch changes nothing.
-- Keywords: an external-content FTS5 table (Porter stemmer) kept in step by triggers,
-  ranked by ``bm25()`` over row ids only; the winners' rows are fetched after.
-- Vectors: float32 BLOBs, searched by an exact numpy scan of a per-namespace matrix
-  (see ``_sqlite_vectors``) that this store's own writes update in place.
+- Search indexes live in process, per namespace (``_sqlite_cache``): a float32 matrix
+  for the exact vector scan and a ``KeywordIndex`` for BM25, loaded on first use and
+  updated in place by this store's own writes; a search ranks keys first and fetches
+  only the winners' rows.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Any
 from memstack.clock import Clock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import _sqlite_query as q
+from memstack.storage._sqlite_cache import CacheDiff, NamespaceCache
 from memstack.storage._sqlite_schema import migrate
-from memstack.storage._sqlite_vectors import CacheDiff, VectorCache
 from memstack.storage.backend import (
     DAY_S,
     Cap,
@@ -52,7 +52,7 @@ class SQLiteBackend:
     def __init__(self, path: str | PathLike[str], *, cached_namespaces: int = 32) -> None:
         self.path = str(path)
         self._lock = threading.RLock()
-        self._cache = VectorCache(cached_namespaces)
+        self._cache = NamespaceCache(cached_namespaces)
         self._conn: sqlite3.Connection | None = _connect(self.path)
 
     def setup(self, now: float) -> None:
@@ -191,20 +191,14 @@ class SQLiteBackend:
     def text_search(
         self, namespace: str, words: Sequence[str], k: int, wanted: Filter, now: float
     ) -> builtins.list[ScoredRecord]:
-        clause, params = q.where(namespace, wanted, now)
-        sql = (
-            "SELECT r.pk, bm25(records_fts) AS rank FROM records_fts"
-            " JOIN records r ON r.pk = records_fts.rowid"
-            f" WHERE records_fts MATCH ? AND {clause} ORDER BY rank, r.id LIMIT ?"
-        )
         with self._read() as conn:
-            ranked = conn.execute(sql, [q.fts_query(words), *params, k]).fetchall()
-            found = _records_by_pk(conn, [int(row[0]) for row in ranked])
-        return [
-            ScoredRecord(record=found[int(pk)], score=-float(rank))
-            for pk, rank in ranked
-            if int(pk) in found
-        ]
+            index = self._cache.words(conn, namespace)
+            allowed = None
+            if q.has_conditions(wanted):
+                allowed = _filtered_pks(conn, namespace, wanted, embedded=False)
+            best = index.search(words, k, None if wanted.include_expired else now, allowed)
+            found = _records_by_pk(conn, [pk for pk, _ in best])
+        return [ScoredRecord(record=found[pk], score=s) for pk, s in best if pk in found]
 
     def namespaces(self, prefix: str, now: float) -> builtins.list[str]:
         with self._read() as conn:
@@ -399,11 +393,13 @@ def _bump(conn: sqlite3.Connection, namespaces: set[str]) -> None:
     )
 
 
-def _filtered_pks(conn: sqlite3.Connection, namespace: str, wanted: Filter) -> builtins.list[int]:
+def _filtered_pks(
+    conn: sqlite3.Connection, namespace: str, wanted: Filter, *, embedded: bool = True
+) -> builtins.list[int]:
     clause, params = q.where(namespace, wanted, None)
-    rows = conn.execute(
-        f"SELECT r.pk FROM records r WHERE {clause} AND r.embedding IS NOT NULL", params
-    ).fetchall()
+    if embedded:
+        clause += " AND r.embedding IS NOT NULL"
+    rows = conn.execute(f"SELECT r.pk FROM records r WHERE {clause}", params).fetchall()
     return [int(row[0]) for row in rows]
 
 

@@ -1,9 +1,11 @@
-"""Per-namespace vector matrices for the SQLite backend's exact vector search.
+"""Per-namespace search indexes of the SQLite backend, cached in process: the vector
+matrix (``VectorRows``) of its exact vector search and the ``KeywordIndex`` of its BM25.
 
-Why not sqlite-vec: the stdlib ``sqlite3`` here cannot load extensions, and on this
-machine an exact numpy scan over a cached float32 matrix measured about 5 ms at 100k
-vectors against about 35 ms for sqlite-vec. The scan is also exact, so filters never
-cost recall.
+Each is loaded on the first search that needs it. Why not sqlite-vec: the stdlib
+``sqlite3`` here cannot load extensions, and on this machine an exact numpy scan over a
+cached float32 matrix measured about 5 ms at 100k vectors against about 35 ms for
+sqlite-vec. The scan is also exact, so filters never cost recall. Why not FTS5's
+``bm25()``: see ``_keywords``.
 
 An entry is valid while the namespace's row in ``namespace_versions`` still holds the
 version it was built at; every write to a namespace, from any connection or process,
@@ -18,12 +20,14 @@ import sqlite3
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from memstack.storage import _sqlite_query as q
+from memstack.storage._keywords import KeywordIndex
 from memstack.storage._vector_rows import VectorRows, load_rows
 from memstack.storage.types import Record
 
-__all__ = ["CacheDiff", "VectorCache", "namespace_version"]
+__all__ = ["CacheDiff", "NamespaceCache", "namespace_version"]
 
 _FETCH = 1_000
 
@@ -35,10 +39,14 @@ def namespace_version(conn: sqlite3.Connection, namespace: str) -> int:
     return 0 if row is None else int(row[0])
 
 
+_UNLOADED: Final = object()
+
+
 @dataclass(kw_only=True)
 class _Entry:
     version: int
-    rows: VectorRows[int] | None  # None: the namespace holds no embedding
+    rows: VectorRows[int] | object | None = _UNLOADED  # None: no embedding in the namespace
+    words: KeywordIndex[int] | None = None  # None: not loaded yet
 
 
 @dataclass(kw_only=True)
@@ -68,8 +76,8 @@ class CacheDiff:
             self.removes.setdefault(namespace, []).extend(pks)
 
 
-class VectorCache:
-    """A small LRU of namespace matrices; the caller serializes access."""
+class NamespaceCache:
+    """A small LRU of namespaces' indexes; the caller serializes access."""
 
     def __init__(self, max_namespaces: int = 32) -> None:
         self._max = max_namespaces
@@ -77,16 +85,30 @@ class VectorCache:
 
     def rows(self, conn: sqlite3.Connection, namespace: str) -> VectorRows[int] | None:
         """The namespace's vectors, reloaded if another connection wrote to it since."""
+        entry = self._entry(conn, namespace)
+        if entry.rows is _UNLOADED:
+            entry.rows = _load_rows(conn, namespace)
+        assert entry.rows is None or isinstance(entry.rows, VectorRows)
+        return entry.rows
+
+    def words(self, conn: sqlite3.Connection, namespace: str) -> KeywordIndex[int]:
+        """The namespace's keyword index, reloaded if another connection wrote since."""
+        entry = self._entry(conn, namespace)
+        if entry.words is None:
+            entry.words = _load_words(conn, namespace)
+        return entry.words
+
+    def _entry(self, conn: sqlite3.Connection, namespace: str) -> _Entry:
         version = namespace_version(conn, namespace)
         entry = self._entries.get(namespace)
         if entry is None or entry.version != version:
-            self._entries.pop(namespace, None)  # free the old matrix before loading anew
-            entry = _Entry(version=version, rows=_load(conn, namespace))
+            self._entries.pop(namespace, None)  # free the old indexes before loading anew
+            entry = _Entry(version=version)
             self._entries[namespace] = entry
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
         self._entries.move_to_end(namespace)
-        return entry.rows
+        return entry
 
     def begin(self, conn: sqlite3.Connection, namespaces: set[str]) -> CacheDiff:
         """Start a write to ``namespaces``; call inside its transaction, before it writes."""
@@ -109,8 +131,10 @@ class VectorCache:
                 self._entries.pop(namespace, None)
                 continue
             for pk in diff.removes.get(namespace, ()):
-                if entry.rows is not None:
+                if isinstance(entry.rows, VectorRows):
                     entry.rows.remove(pk)
+                if entry.words is not None:
+                    entry.words.remove(pk)
             for pk, record in diff.puts.get(namespace, ()):
                 _put(entry, pk, record)
             entry.version = version + 1
@@ -123,16 +147,32 @@ class VectorCache:
 
 
 def _put(entry: _Entry, pk: int, record: Record) -> None:
+    if entry.words is not None:
+        entry.words.put(pk, record.text, record.expires_at)
+    if entry.rows is _UNLOADED:
+        return
     if record.embedding is None:
-        if entry.rows is not None:
+        if isinstance(entry.rows, VectorRows):
             entry.rows.remove(pk)
         return
     if entry.rows is None:
         entry.rows = VectorRows(record.embedding.shape[0])
+    assert isinstance(entry.rows, VectorRows)
     entry.rows.put(pk, record.embedding, record.expires_at)
 
 
-def _load(conn: sqlite3.Connection, namespace: str) -> VectorRows[int] | None:
+def _load_words(conn: sqlite3.Connection, namespace: str) -> KeywordIndex[int]:
+    words: KeywordIndex[int] = KeywordIndex()
+    cursor = conn.execute(
+        "SELECT pk, text, expires_at FROM records WHERE namespace = ? ORDER BY pk", (namespace,)
+    )
+    while batch := cursor.fetchmany(_FETCH):
+        for pk, text, expires_at in batch:
+            words.put(int(pk), text, expires_at)
+    return words
+
+
+def _load_rows(conn: sqlite3.Connection, namespace: str) -> VectorRows[int] | None:
     row = conn.execute(
         "SELECT count(*), max(dim) FROM records WHERE namespace = ? AND embedding IS NOT NULL",
         (namespace,),

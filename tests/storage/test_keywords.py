@@ -1,0 +1,100 @@
+"""KeywordIndex: BM25 kept in step with writes, stemmed, with exact document frequencies."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from memstack.storage._keywords import KeywordIndex, stemmed_terms
+from memstack.storage._text import BM25_B, BM25_K1
+
+DOCS = {
+    1: "Alice adopted two cats last spring",
+    2: "Bob is running a marathon in Berlin",
+    3: "The cat sleeps on the sofa",
+    4: "Alice runs every morning before work",
+    5: "Berlin has cold winters",
+}
+
+
+def build(docs: dict[int, str]) -> KeywordIndex[int]:
+    index: KeywordIndex[int] = KeywordIndex()
+    for key, text in docs.items():
+        index.put(key, text, None)
+    return index
+
+
+def reference_bm25(docs: dict[int, str], words: list[str]) -> dict[int, float]:
+    """Okapi BM25 computed the long way, over stemmed terms."""
+    terms = {k: stemmed_terms(t) for k, t in docs.items()}
+    n, average = len(terms), sum(map(len, terms.values())) / len(terms)
+    scores: dict[int, float] = {}
+    for word in {stemmed_terms(w)[0] for w in words}:
+        df = sum(1 for t in terms.values() if word in t)
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for key, t in terms.items():
+            tf = t.count(word)
+            if tf:
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * len(t) / average)
+                scores[key] = scores.get(key, 0.0) + idf * tf * (BM25_K1 + 1) / (tf + norm)
+    return scores
+
+
+def test_scores_are_okapi_bm25_best_first() -> None:
+    hits = build(DOCS).search(["alice", "berlin"], 10, None)
+    expected = reference_bm25(DOCS, ["alice", "berlin"])
+    assert {k: pytest.approx(s, rel=1e-5) for k, s in expected.items()} == dict(hits)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+
+
+def test_words_are_stemmed_on_both_sides() -> None:
+    index = build(DOCS)
+    assert {k for k, _ in index.search(["run"], 10, None)} == {2, 4}
+    assert {k for k, _ in index.search(["cat"], 10, None)} == {1, 3}
+    assert index.search(["sofas"], 10, None)[0][0] == 3
+
+
+def test_k_expiry_and_allowed_keys_limit_what_comes_back() -> None:
+    index: KeywordIndex[int] = KeywordIndex()
+    index.put(1, "green tea", None)
+    index.put(2, "green tea please", 100.0)
+    index.put(3, "green", None)
+    assert len(index.search(["green"], 2, None)) == 2
+    assert {k for k, _ in index.search(["green"], 10, now=100.0)} == {1, 3}
+    assert {k for k, _ in index.search(["green"], 10, now=99.0)} == {1, 2, 3}
+    assert [k for k, _ in index.search(["green"], 10, None, allowed=[3, 42])] == [3]
+    assert index.search(["coffee"], 10, None) == []
+
+
+def test_replacing_and_removing_keep_frequencies_exact() -> None:
+    index = build(DOCS)
+    index.put(3, "A dog sleeps on the sofa", None)  # replaces the cat
+    assert index.remove(5)
+    assert not index.remove(5)
+    expected_docs = {**DOCS, 3: "A dog sleeps on the sofa"}
+    del expected_docs[5]
+    for words in (["cat"], ["berlin"], ["sofa", "alice"], ["dog"]):
+        assert dict(index.search(words, 10, None)) == pytest.approx(
+            reference_bm25(expected_docs, words)
+        )
+    assert len(index) == 4
+
+
+def test_compaction_after_many_removals_changes_no_result() -> None:
+    rng = random.Random(3)
+    vocabulary = [f"word{i}" for i in range(40)]
+    docs = {k: " ".join(rng.choices(vocabulary, k=8)) for k in range(3_000)}
+    index = build(docs)
+    for key in range(0, 3_000, 2):  # well past the compaction threshold
+        index.remove(key)
+        del docs[key]
+    for key in range(3_000, 3_100):
+        docs[key] = " ".join(rng.choices(vocabulary, k=5))
+        index.put(key, docs[key], None)
+    fresh = build(docs)
+    for words in (["word1"], ["word2", "word39"], ["word7", "word8", "word9"]):
+        assert dict(index.search(words, 5_000, None)) == pytest.approx(
+            dict(fresh.search(words, 5_000, None))
+        )
