@@ -15,6 +15,7 @@ from memstack import InvalidInput, StoreUnavailable
 from memstack.bank import BANK_RECORD_KIND, MAX_CONTENT_BYTES, MemoryBank
 from memstack.clock import ManualClock
 from memstack.storage import InMemoryRecordStore, SQLiteRecordStore
+from memstack.store.keys import ApiKeys
 from tests.bank.conftest import BankFactory
 
 # -- the spec's API ------------------------------------------------------------------
@@ -318,3 +319,13 @@ def test_entries_pages_through_many_keys(sqlite_store: SQLiteRecordStore):
     entries = bank.entries()
     assert len(entries) == 2_345
     assert entries["agent-02344"] == "2344"
+
+
+def test_no_bank_name_reaches_another_owners_records(sqlite_store: SQLiteRecordStore):
+    keys = ApiKeys(sqlite_store)
+    raw, _ = keys.create(tenant="acme")
+    intruder = MemoryBank(store=sqlite_store, namespace="auth/keys")
+    intruder.write(raw.split("_")[1], "overwritten")  # the key's record id, in its bank
+    principal = keys.authenticate(raw)
+    assert principal is not None and principal.tenant == "acme"
+    assert sqlite_store.namespaces("bank/") == ["bank/auth%2Fkeys"]

@@ -1,6 +1,7 @@
 import pytest
 
 from memstack import ConfigError, InvalidInput
+from memstack.embeddings import HashEmbedder
 from memstack.longterm import Candidate, Collection, LongTermMemory
 from memstack.providers import Completion, Message, ScriptedProvider
 
@@ -246,3 +247,41 @@ async def test_nothing_to_mine_makes_no_call(store, embedder, clock):
         == []
     )
     assert provider.calls == []
+
+
+class _OtherModel(HashEmbedder):
+    """Vectors of the same size from another model."""
+
+    @property
+    def model_id(self) -> str:
+        return "other:64"
+
+
+async def test_a_collection_is_searched_only_with_the_model_that_filled_it(store, clock):
+    collection = Collection(user_id="u")
+    first = LongTermMemory(collection=collection, store=store, embedder=HashEmbedder(), clock=clock)
+    await first.remember("Alice prefers green tea")
+    for embedder in (_OtherModel(), HashEmbedder(dim=32)):
+        other = LongTermMemory(collection=collection, store=store, embedder=embedder, clock=clock)
+        with pytest.raises((ConfigError, InvalidInput), match=r"hash:64|64-dimension"):
+            await other.recall("tea")
+        with pytest.raises((ConfigError, InvalidInput), match=r"hash:64|64-dimension"):
+            await other.remember("Bob likes coffee")
+    assert store.namespace_info(collection.name).model_id == "hash:64"
+    assert await first.count() == 1
+
+
+async def test_remember_many_dedupes_within_the_batch_and_against_the_store(memory):
+    await memory.remember("Alice prefers green tea over coffee")
+    outcomes = await memory.remember_many(
+        [
+            Candidate(text="Alice prefers green tea over coffee"),
+            Candidate(text="Bob is learning the piano"),
+            Candidate(text="Bob is learning the piano"),
+        ]
+    )
+    stored = [o for o in outcomes if o.status == "stored"]
+    assert [o.status for o in outcomes] == ["duplicate", "stored", "duplicate"]
+    assert outcomes[2].duplicate_of == stored[0].id
+    assert outcomes[0].duplicate_of not in (None, stored[0].id)
+    assert await memory.count() == 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import get_args
 
 import numpy as np
@@ -38,6 +38,8 @@ def check_text(value: object, field: str) -> str:
     """A string that every backend can store: UTF-8 encodable, without NUL."""
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string; got {type(value).__name__}.", field=field)
+    if value.isascii() and "\x00" not in value:
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -59,6 +61,9 @@ def check_query(value: object) -> str:
 
 def check_key(value: object, field: str) -> str:
     """A namespace or id: a non-empty string of at most ``MAX_KEY_BYTES`` UTF-8 bytes."""
+    if type(value) is str and value and value.isascii() and len(value) <= MAX_KEY_BYTES:
+        if "\x00" not in value:  # the common case, checked without encoding
+            return value
     text = check_text(value, field)
     if not text:
         raise InvalidInput(f"{field} must be a non-empty string.", field=field)
@@ -126,6 +131,13 @@ def check_order(value: object) -> Order:
 
 def check_vector(value: object, field: str) -> Vector:
     """A read-only 1-D float32 copy of ``value``: finite, 1..MAX_DIM long, not all zeros."""
+    if isinstance(value, np.ndarray) and value.dtype == np.float32 and value.ndim == 1:
+        if 1 <= value.shape[0] <= MAX_DIM:  # the common case: one copy, one check
+            array = value.copy()
+            square = float(np.dot(array, array))  # BLAS: no floating-point warnings
+            if math.isfinite(square) and square > 0:
+                array.flags.writeable = False
+                return array
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError) as exc:
@@ -172,6 +184,8 @@ def check_matrix(value: object, field: str) -> npt.NDArray[np.float32]:
 
 
 def check_metadata(value: object, field: str) -> dict[str, JSON]:
+    if type(value) is dict and not value:
+        return {}
     copied = to_json(value, field=field)
     if not isinstance(copied, dict):
         raise InvalidInput(f"{field} must be a JSON object (a dict).", field=field)
@@ -226,8 +240,7 @@ def check_record(record: object, field: str) -> Record:
             field=f"{field}.importance",
         )
     kind = record.kind
-    return replace(
-        record,
+    return Record(
         id=check_key(record.id, f"{field}.id"),
         namespace=check_key(record.namespace, f"{field}.namespace"),
         text=check_text(record.text, f"{field}.text"),
