@@ -22,6 +22,7 @@ from memstack.longterm.scoring import (
     KEYWORD_WEIGHT,
     W_IMPORTANCE,
     W_RECENCY,
+    ScoreBreakdown,
     hybrid_score,
     recency,
 )
@@ -119,16 +120,22 @@ class LongTermMemory:
             model_id=self.embedder.model_id,
         )
         now = self.clock.now()
-        ranked = sorted(
-            (self._scored(hit, now) for hit in hits), key=lambda item: item.score, reverse=True
+        scored = sorted(
+            ((self._score(hit, now), i) for i, hit in enumerate(hits)),
+            key=lambda pair: pair[0].score,
+            reverse=True,
         )[:k]
+        ranked = [
+            RecalledMemory(**_item_fields(hits[i].record), scores=breakdown)
+            for breakdown, i in scored
+        ]
         if touch and ranked:
             self.store.touch(self.namespace, [item.id for item in ranked], now)
         return ranked
 
-    def _scored(self, hit: HybridHit, now: float) -> RecalledMemory:
+    def _score(self, hit: HybridHit, now: float) -> ScoreBreakdown:
         record = hit.record
-        breakdown = hybrid_score(
+        return hybrid_score(
             similarity=hit.similarity,
             keyword=hit.keyword,
             keyword_weight=self.keyword_weight,
@@ -137,7 +144,6 @@ class LongTermMemory:
             ),
             importance=record.importance,
         )
-        return RecalledMemory(**_item_fields(record), scores=breakdown)
 
     # -- writing -----------------------------------------------------------------
 

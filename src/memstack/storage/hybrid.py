@@ -63,11 +63,11 @@ def hybrid_candidates(
                 records.setdefault(key, hit.record)
                 keyword_raw[key] = max(0.0, hit.score)
     best = max(keyword_raw.values(), default=0.0)
+    missing = [key for key in records if key not in cosine]
+    cosine.update(zip(missing, _cosines([records[key] for key in missing], vector), strict=True))
     hits = []
     for key, record in records.items():
-        similarity = cosine.get(key)
-        if similarity is None:
-            similarity = _cosine(record, vector) if vector is not None else 0.0
+        similarity = cosine[key]
         keyword = keyword_raw.get(key, 0.0) / best if best > 0 else None
         if vector is None:
             relevance = keyword or 0.0
@@ -82,8 +82,15 @@ def hybrid_candidates(
     return hits
 
 
-def _cosine(record: Record, vector: npt.NDArray[np.float32]) -> float:
-    if record.embedding is None:
-        return 0.0
-    norm = float(np.linalg.norm(record.embedding) * np.linalg.norm(vector))
-    return float(np.dot(record.embedding, vector)) / norm if norm else 0.0
+def _cosines(records: list[Record], vector: npt.NDArray[np.float32] | None) -> list[float]:
+    """Cosine of each record with ``vector`` in one matrix product (0 without embeddings)."""
+    out = [0.0] * len(records)
+    embedded = [i for i, r in enumerate(records) if r.embedding is not None]
+    if vector is None or not embedded:
+        return out
+    matrix = np.stack([records[i].embedding for i in embedded])  # type: ignore[misc]
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(vector))
+    dots = matrix @ vector
+    for i, dot, norm in zip(embedded, dots, norms, strict=True):
+        out[i] = float(dot / norm) if norm else 0.0
+    return out
