@@ -22,7 +22,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from memstack.storage import _sqlite_query as q
 from memstack.storage._keywords import KeywordIndex
 from memstack.storage._vector_rows import VectorRows, load_rows
 from memstack.storage.types import Record
@@ -45,8 +44,8 @@ _UNLOADED: Final = object()
 @dataclass(kw_only=True)
 class _Entry:
     version: int
-    rows: VectorRows[int] | object | None = _UNLOADED  # None: no embedding in the namespace
-    words: KeywordIndex[int] | None = None  # None: not loaded yet
+    rows: VectorRows[str] | object | None = _UNLOADED  # None: no embedding in the namespace
+    words: KeywordIndex[str] | None = None  # None: not loaded yet
 
 
 @dataclass(kw_only=True)
@@ -55,25 +54,17 @@ class CacheDiff:
 
     versions: dict[str, int]
     """The version each cached, touched namespace had when the write began."""
-    puts: dict[str, list[tuple[int, Record]]] = field(default_factory=dict)
-    removes: dict[str, list[int]] = field(default_factory=dict)
+    puts: dict[str, list[Record]] = field(default_factory=dict)
+    removes: dict[str, list[str]] = field(default_factory=dict)
 
-    def upserted(self, conn: sqlite3.Connection, records: Sequence[Record]) -> None:
-        by_namespace: dict[str, dict[str, Record]] = {}
+    def upserted(self, records: Sequence[Record]) -> None:
         for record in records:
             if record.namespace in self.versions:
-                by_namespace.setdefault(record.namespace, {})[record.id] = record
-        for namespace, wanted in by_namespace.items():
-            rows = conn.execute(
-                "SELECT pk, id FROM records"
-                " WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
-                (namespace, q.json_list(list(wanted))),
-            ).fetchall()
-            self.puts.setdefault(namespace, []).extend((int(pk), wanted[id]) for pk, id in rows)
+                self.puts.setdefault(record.namespace, []).append(record)
 
-    def removed(self, namespace: str, pks: Sequence[int]) -> None:
-        if namespace in self.versions and pks:
-            self.removes.setdefault(namespace, []).extend(pks)
+    def removed(self, namespace: str, ids: Sequence[str]) -> None:
+        if namespace in self.versions and ids:
+            self.removes.setdefault(namespace, []).extend(ids)
 
 
 class NamespaceCache:
@@ -83,7 +74,7 @@ class NamespaceCache:
         self._max = max_namespaces
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
 
-    def rows(self, conn: sqlite3.Connection, namespace: str) -> VectorRows[int] | None:
+    def rows(self, conn: sqlite3.Connection, namespace: str) -> VectorRows[str] | None:
         """The namespace's vectors, reloaded if another connection wrote to it since."""
         entry = self._entry(conn, namespace)
         if entry.rows is _UNLOADED:
@@ -91,7 +82,7 @@ class NamespaceCache:
         assert entry.rows is None or isinstance(entry.rows, VectorRows)
         return entry.rows
 
-    def words(self, conn: sqlite3.Connection, namespace: str) -> KeywordIndex[int]:
+    def words(self, conn: sqlite3.Connection, namespace: str) -> KeywordIndex[str]:
         """The namespace's keyword index, reloaded if another connection wrote since."""
         entry = self._entry(conn, namespace)
         if entry.words is None:
@@ -130,13 +121,13 @@ class NamespaceCache:
             if entry is None or entry.version != version:
                 self._entries.pop(namespace, None)
                 continue
-            for pk in diff.removes.get(namespace, ()):
+            for id in diff.removes.get(namespace, ()):
                 if isinstance(entry.rows, VectorRows):
-                    entry.rows.remove(pk)
+                    entry.rows.remove(id)
                 if entry.words is not None:
-                    entry.words.remove(pk)
-            for pk, record in diff.puts.get(namespace, ()):
-                _put(entry, pk, record)
+                    entry.words.remove(id)
+            for record in diff.puts.get(namespace, ()):
+                _put(entry, record)
             entry.version = version + 1
 
     def drop(self, namespace: str) -> None:
@@ -146,33 +137,33 @@ class NamespaceCache:
         self._entries.clear()
 
 
-def _put(entry: _Entry, pk: int, record: Record) -> None:
+def _put(entry: _Entry, record: Record) -> None:
     if entry.words is not None:
-        entry.words.put(pk, record.text, record.expires_at)
+        entry.words.put(record.id, record.text, record.expires_at)
     if entry.rows is _UNLOADED:
         return
     if record.embedding is None:
         if isinstance(entry.rows, VectorRows):
-            entry.rows.remove(pk)
+            entry.rows.remove(record.id)
         return
     if entry.rows is None:
         entry.rows = VectorRows(record.embedding.shape[0])
     assert isinstance(entry.rows, VectorRows)
-    entry.rows.put(pk, record.embedding, record.expires_at)
+    entry.rows.put(record.id, record.embedding, record.expires_at)
 
 
-def _load_words(conn: sqlite3.Connection, namespace: str) -> KeywordIndex[int]:
-    words: KeywordIndex[int] = KeywordIndex()
+def _load_words(conn: sqlite3.Connection, namespace: str) -> KeywordIndex[str]:
+    words: KeywordIndex[str] = KeywordIndex()
     cursor = conn.execute(
-        "SELECT pk, text, expires_at FROM records WHERE namespace = ? ORDER BY pk", (namespace,)
+        "SELECT id, text, expires_at FROM records WHERE namespace = ? ORDER BY pk", (namespace,)
     )
     while batch := cursor.fetchmany(_FETCH):
-        for pk, text, expires_at in batch:
-            words.put(int(pk), text, expires_at)
+        for id, text, expires_at in batch:
+            words.put(id, text, expires_at)
     return words
 
 
-def _load_rows(conn: sqlite3.Connection, namespace: str) -> VectorRows[int] | None:
+def _load_rows(conn: sqlite3.Connection, namespace: str) -> VectorRows[str] | None:
     row = conn.execute(
         "SELECT count(*), max(dim) FROM records WHERE namespace = ? AND embedding IS NOT NULL",
         (namespace,),
@@ -181,12 +172,12 @@ def _load_rows(conn: sqlite3.Connection, namespace: str) -> VectorRows[int] | No
     if count == 0:
         return None
     cursor = conn.execute(
-        "SELECT pk, embedding, expires_at FROM records"
+        "SELECT id, embedding, expires_at FROM records"
         " WHERE namespace = ? AND embedding IS NOT NULL ORDER BY pk",
         (namespace,),
     )
 
-    def rows() -> Iterator[tuple[int, bytes, float | None]]:
+    def rows() -> Iterator[tuple[str, bytes, float | None]]:
         while batch := cursor.fetchmany(_FETCH):
             yield from batch
 

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstack.errors import ConfigError, InvalidInput
-from memstack.storage.types import Filter, Order, Record, ScoredRecord, Vector
+from memstack.storage.types import Filter, Order, Record, Vector
 
 __all__ = [
     "DAY_S",
@@ -28,6 +28,7 @@ __all__ = [
     "ModelClaim",
     "NamespaceInfo",
     "Page",
+    "Ranked",
     "WriteBatch",
     "WriteResult",
     "check_claims",
@@ -37,6 +38,8 @@ __all__ = [
 DAY_S: Final = 86_400.0
 Matrix = npt.NDArray[np.float32]
 """A float32 matrix ``(n, dim)`` of unit rows."""
+Ranked = tuple[str, float]
+"""A search hit before its row is fetched: the record's id and its score."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,8 +130,10 @@ class Backend(Protocol):
         """Apply ``batch`` all or nothing; ``check_claims`` runs inside the transaction."""
         ...
 
-    def get(self, namespace: str, ids: Sequence[str], now: float) -> builtins.list[Record]:
-        """The unexpired records with these (distinct) ids, in any order."""
+    def get(
+        self, namespace: str, ids: Sequence[str], now: float, *, expired: bool = False
+    ) -> builtins.list[Record]:
+        """The unexpired records (all with ``expired``) with these distinct ids, any order."""
         ...
 
     def list(
@@ -139,8 +144,9 @@ class Backend(Protocol):
 
     def vector_search(
         self, namespace: str, query: Vector, k: int, wanted: Filter, now: float
-    ) -> builtins.list[ScoredRecord]:
-        """The ``k`` nearest by cosine; ``query`` has unit length and the namespace's dim."""
+    ) -> builtins.list[Ranked]:
+        """The ids and cosines of the ``k`` nearest, best first; ``query`` has unit
+        length and the namespace's dim. Rows are fetched after, by ``get``."""
         ...
 
     def nearest(
@@ -152,8 +158,9 @@ class Backend(Protocol):
 
     def text_search(
         self, namespace: str, words: Sequence[str], k: int, wanted: Filter, now: float
-    ) -> builtins.list[ScoredRecord]:
-        """The ``k`` best keyword matches of any of ``words`` (non-empty), best first."""
+    ) -> builtins.list[Ranked]:
+        """The ids and scores of the ``k`` best keyword matches of any of ``words``
+        (non-empty), best first."""
         ...
 
     def touch(self, namespace: str, ids: Sequence[str], at: float) -> None: ...

@@ -24,6 +24,7 @@ from memstack.storage.backend import (
     ModelClaim,
     NamespaceInfo,
     Page,
+    Ranked,
     WriteBatch,
     WriteResult,
     check_model,
@@ -168,6 +169,19 @@ class RecordStore:
         ``[]``; a vector of another dimension than the namespace's is ``InvalidInput``,
         and a ``model_id`` other than the namespace's is ``ConfigError``.
         """
+        ranked = self.vector_ids(namespace, vector, k=k, filter=filter, model_id=model_id)
+        return self._fetched(namespace, ranked, filter)
+
+    def vector_ids(
+        self,
+        namespace: NamespaceLike,
+        vector: npt.ArrayLike,
+        *,
+        k: int,
+        filter: Filter | None = None,
+        model_id: str | None = None,
+    ) -> builtins.list[Ranked]:
+        """``vector_search`` without fetching the records: ``(id, cosine)`` pairs."""
         name = _name(namespace)
         k = check.check_positive(k, "k")
         wanted = check.check_filter(filter)
@@ -213,6 +227,17 @@ class RecordStore:
         ``query`` is plain user text: any word may match (OR semantics), operators and
         punctuation have no meaning, and a query without words yields ``[]``.
         """
+        return self._fetched(namespace, self.text_ids(namespace, query, k=k, filter=filter), filter)
+
+    def text_ids(
+        self,
+        namespace: NamespaceLike,
+        query: str,
+        *,
+        k: int,
+        filter: Filter | None = None,
+    ) -> builtins.list[Ranked]:
+        """``text_search`` without fetching the records: ``(id, keyword score)`` pairs."""
         name = _name(namespace)
         words = query_words(check.check_query(query))
         k = check.check_positive(k, "k")
@@ -220,6 +245,26 @@ class RecordStore:
         if not words:
             return []
         return self.backend.text_search(name, words, k, wanted, self.clock.now())
+
+    def fetch(
+        self, namespace: NamespaceLike, ids: Sequence[str], filter: Filter | None = None
+    ) -> dict[str, Record]:
+        """The records of these ids by id, in one read; expired ones only when
+        ``filter.include_expired`` (for hits of a search that included them)."""
+        name = _name(namespace)
+        wanted = check.check_ids(ids)
+        expired = filter is not None and bool(filter.include_expired)
+        if not wanted:
+            return {}
+        rows = self.backend.get(name, wanted, self.clock.now(), expired=expired)
+        return {r.id: r for r in rows}
+
+    def _fetched(
+        self, namespace: NamespaceLike, ranked: builtins.list[Ranked], filter: Filter | None
+    ) -> builtins.list[ScoredRecord]:
+        """The ranked hits with their records, in rank order (one fetch for all)."""
+        found = self.fetch(namespace, [id for id, _ in ranked], filter)
+        return [ScoredRecord(record=found[id], score=s) for id, s in ranked if id in found]
 
     def namespaces(self, prefix: str = "") -> builtins.list[str]:
         """Sorted namespaces starting with ``prefix`` that hold an unexpired record."""

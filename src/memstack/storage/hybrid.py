@@ -50,22 +50,23 @@ def hybrid_candidates(
     cosine: dict[tuple[NamespaceLike, str], float] = {}
     keyword_raw: dict[tuple[NamespaceLike, str], float] = {}
     for namespace in namespaces:
+        nearest: list[tuple[str, float]] = []
+        matched: list[tuple[str, float]] = []
         if vector is not None:
-            for hit in store.vector_search(
-                namespace, vector, k=pool, filter=filter, model_id=model_id
-            ):
-                key = (namespace, hit.record.id)
-                records[key] = hit.record
-                cosine[key] = hit.score
+            nearest = store.vector_ids(namespace, vector, k=pool, filter=filter, model_id=model_id)
         if keyword_weight > 0 or vector is None:
-            for hit in store.text_search(namespace, query, k=pool, filter=filter):
-                key = (namespace, hit.record.id)
-                records.setdefault(key, hit.record)
-                keyword_raw[key] = max(0.0, hit.score)
+            matched = store.text_ids(namespace, query, k=pool, filter=filter)
+        found = store.fetch(namespace, list({id: None for id, _ in [*nearest, *matched]}), filter)
+        for scores, ranked in ((cosine, nearest), (keyword_raw, matched)):
+            for id, score in ranked:
+                if id in found:
+                    records[(namespace, id)] = found[id]
+                    scores[(namespace, id)] = score
+    keyword_raw = {key: max(0.0, score) for key, score in keyword_raw.items()}
     best = max(keyword_raw.values(), default=0.0)
     missing = [key for key in records if key not in cosine]
     cosine.update(zip(missing, _cosines([records[key] for key in missing], vector), strict=True))
-    hits = []
+    hits: list[HybridHit] = []
     for key, record in records.items():
         similarity = cosine[key]
         keyword = keyword_raw.get(key, 0.0) / best if best > 0 else None

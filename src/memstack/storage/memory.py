@@ -23,13 +23,14 @@ from memstack.storage.backend import (
     Matrix,
     NamespaceInfo,
     Page,
+    Ranked,
     WriteBatch,
     WriteResult,
     check_claims,
     retention,
 )
 from memstack.storage.base import RecordStore
-from memstack.storage.types import Filter, Record, ScoredRecord, Vector
+from memstack.storage.types import Filter, Record, Vector
 
 __all__ = ["InMemoryBackend", "InMemoryRecordStore"]
 
@@ -90,11 +91,13 @@ class InMemoryBackend:
             evicted = {cap.namespace: self._evict(cap, batch.now) for cap in batch.caps}
             return WriteResult(deleted=deleted, evicted=evicted)
 
-    def get(self, namespace: str, ids: Sequence[str], now: float) -> builtins.list[Record]:
+    def get(
+        self, namespace: str, ids: Sequence[str], now: float, *, expired: bool = False
+    ) -> builtins.list[Record]:
         with self._lock:
             space = self._spaces.get(namespace)
             found = [space.records[i] for i in ids if i in space.records] if space else []
-        return [_copy(r) for r in found if _matches(r, Filter(), now)]
+        return [_copy(r) for r in found if _matches(r, Filter(include_expired=expired), now)]
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
         rows = self._visible(namespace, wanted, now)
@@ -109,7 +112,7 @@ class InMemoryBackend:
 
     def vector_search(
         self, namespace: str, query: Vector, k: int, wanted: Filter, now: float
-    ) -> builtins.list[ScoredRecord]:
+    ) -> builtins.list[Ranked]:
         with self._lock:
             space = self._spaces.get(namespace)
             if space is None or space.vectors is None:
@@ -121,8 +124,7 @@ class InMemoryBackend:
                     [i for i in vectors.keys if _matches(space.records[i], wanted, now)]
                 )
                 allowed = keep if allowed is None else allowed & keep
-            hits = [(space.records[i], s) for i, s in vectors.search(query, k, allowed)]
-        return [ScoredRecord(record=_copy(r), score=s) for r, s in hits]
+            return vectors.search(query, k, allowed)
 
     def nearest(
         self, namespace: str, queries: Matrix, now: float
@@ -135,7 +137,7 @@ class InMemoryBackend:
 
     def text_search(
         self, namespace: str, words: Sequence[str], k: int, wanted: Filter, now: float
-    ) -> builtins.list[ScoredRecord]:
+    ) -> builtins.list[Ranked]:
         with self._lock:
             space = self._spaces.get(namespace)
             if space is None:
@@ -144,8 +146,7 @@ class InMemoryBackend:
             if _narrows(wanted):
                 allowed = [i for i, r in space.records.items() if _matches(r, wanted, now)]
             at = None if wanted.include_expired else now
-            hits = [(space.records[i], s) for i, s in space.words.search(words, k, at, allowed)]
-        return [ScoredRecord(record=_copy(r), score=s) for r, s in hits]
+            return space.words.search(words, k, at, allowed)
 
     def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
         with self._lock:

@@ -29,12 +29,13 @@ from memstack.storage.backend import (
     Matrix,
     NamespaceInfo,
     Page,
+    Ranked,
     WriteBatch,
     WriteResult,
     check_claims,
 )
 from memstack.storage.base import RecordStore
-from memstack.storage.types import Filter, Record, ScoredRecord, Vector
+from memstack.storage.types import Filter, Record, Vector
 
 if TYPE_CHECKING:
     import psycopg
@@ -238,8 +239,10 @@ class PostgresBackend:
 
     # -- reads ----------------------------------------------------------------------
 
-    def get(self, namespace: str, ids: Sequence[str], now: float) -> builtins.list[Record]:
-        return self._select(namespace, Filter(ids=tuple(ids)), now)
+    def get(
+        self, namespace: str, ids: Sequence[str], now: float, *, expired: bool = False
+    ) -> builtins.list[Record]:
+        return self._select(namespace, Filter(ids=tuple(ids), include_expired=expired), now)
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
         tail = f"ORDER BY {q.ORDER_BY[page.order]} LIMIT %s OFFSET %s"
@@ -255,10 +258,10 @@ class PostgresBackend:
 
     def vector_search(
         self, namespace: str, query: Vector, k: int, wanted: Filter, now: float
-    ) -> builtins.list[ScoredRecord]:
+    ) -> builtins.list[Ranked]:
         clause, params = q.where(namespace, wanted, now)
         sql = (
-            f"SELECT {q.columns()}, 1 - (r.embedding <=> v.q) AS score"
+            "SELECT r.id, 1 - (r.embedding <=> v.q) AS score"
             f" FROM {self._schema}.records r, (SELECT %s::vector AS q) v"
             f" WHERE {clause} AND r.dim = %s"
             ' ORDER BY r.embedding <=> v.q, r.id COLLATE "C" LIMIT %s'
@@ -267,34 +270,31 @@ class PostgresBackend:
             rows = conn.execute(
                 sql, [q.vector_text(query), *params, int(query.shape[0]), k]
             ).fetchall()
-        return [
-            ScoredRecord(record=q.record_from_row(row), score=min(1.0, max(-1.0, row[-1])))
-            for row in rows
-        ]
+        return [(str(row[0]), min(1.0, max(-1.0, float(row[1])))) for row in rows]
 
     def nearest(
         self, namespace: str, queries: Matrix, now: float
     ) -> builtins.list[tuple[str, float] | None]:
-        out: builtins.list[tuple[str, float] | None] = []
+        out: builtins.list[Ranked | None] = []
         for query in queries:
             hits = self.vector_search(namespace, query, 1, Filter(), now)
-            out.append((hits[0].record.id, hits[0].score) if hits else None)
+            out.append(hits[0] if hits else None)
         return out
 
     def text_search(
         self, namespace: str, words: Sequence[str], k: int, wanted: Filter, now: float
-    ) -> builtins.list[ScoredRecord]:
+    ) -> builtins.list[Ranked]:
         tsquery, word_params = q.tsquery(words)
         clause, params = q.where(namespace, wanted, now)
         sql = (
-            f"SELECT {q.columns()}, ts_rank_cd(r.tsv, t.q, 1) AS score"
+            "SELECT r.id, ts_rank_cd(r.tsv, t.q, 1) AS score"
             f" FROM {self._schema}.records r, (SELECT {tsquery} AS q) t"
             f" WHERE numnode(t.q) > 0 AND r.tsv @@ t.q AND {clause}"
             ' ORDER BY score DESC, r.id COLLATE "C" LIMIT %s'
         )
         with self._connection() as conn:
             rows = conn.execute(sql, [*word_params, *params, k]).fetchall()
-        return [ScoredRecord(record=q.record_from_row(row), score=float(row[-1])) for row in rows]
+        return [(str(row[0]), float(row[1])) for row in rows]
 
     def namespaces(self, prefix: str, now: float) -> builtins.list[str]:
         sql = (

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import builtins
-import json
 import math
 import sqlite3
 import threading
@@ -33,12 +32,13 @@ from memstack.storage.backend import (
     Matrix,
     NamespaceInfo,
     Page,
+    Ranked,
     WriteBatch,
     WriteResult,
     check_claims,
 )
 from memstack.storage.base import RecordStore
-from memstack.storage.types import Filter, Record, ScoredRecord, Vector
+from memstack.storage.types import Filter, Record, Vector
 
 __all__ = ["SQLiteBackend", "SQLiteRecordStore"]
 
@@ -92,7 +92,7 @@ class SQLiteBackend:
         diff = self._cache.begin(conn, touched)
         if batch.upserts:
             conn.executemany(q.UPSERT, [q.record_params(r) for r in batch.upserts])
-            diff.upserted(conn, batch.upserts)
+            diff.upserted(batch.upserts)
         deleted = sum(_delete(conn, ns, ids, diff) for ns, ids in batch.deletes)
         evicted = {cap.namespace: _evict(conn, cap, batch.now, diff) for cap in batch.caps}
         _forget_empty(conn, {ns for ns, _ in batch.deletes} | set(evicted))
@@ -144,8 +144,10 @@ class SQLiteBackend:
 
     # -- reads ----------------------------------------------------------------------
 
-    def get(self, namespace: str, ids: Sequence[str], now: float) -> builtins.list[Record]:
-        return self._select(namespace, Filter(ids=tuple(ids)), now)
+    def get(
+        self, namespace: str, ids: Sequence[str], now: float, *, expired: bool = False
+    ) -> builtins.list[Record]:
+        return self._select(namespace, Filter(ids=tuple(ids), include_expired=expired), now)
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
         tail = f"ORDER BY {q.ORDER_BY[page.order]} LIMIT ? OFFSET ?"
@@ -159,46 +161,33 @@ class SQLiteBackend:
 
     def vector_search(
         self, namespace: str, query: Vector, k: int, wanted: Filter, now: float
-    ) -> builtins.list[ScoredRecord]:
+    ) -> builtins.list[Ranked]:
         with self._read() as conn:
             vectors = self._cache.rows(conn, namespace)
             if vectors is None:
                 return []
             allowed = None if wanted.include_expired else vectors.live(now)
             if q.has_conditions(wanted):
-                keep = vectors.where_keys(_filtered_pks(conn, namespace, wanted))
+                keep = vectors.where_keys(_filtered_ids(conn, namespace, wanted))
                 allowed = keep if allowed is None else allowed & keep
-            best = vectors.search(query, k, allowed)
-            found = _records_by_pk(conn, [pk for pk, _ in best])
-        return [ScoredRecord(record=found[pk], score=s) for pk, s in best if pk in found]
+            return vectors.search(query, k, allowed)
 
-    def nearest(
-        self, namespace: str, queries: Matrix, now: float
-    ) -> builtins.list[tuple[str, float] | None]:
+    def nearest(self, namespace: str, queries: Matrix, now: float) -> builtins.list[Ranked | None]:
         with self._read() as conn:
             vectors = self._cache.rows(conn, namespace)
             if vectors is None:
                 return [None] * queries.shape[0]
-            best = vectors.nearest(queries, vectors.live(now))
-            pks = [hit[0] for hit in best if hit is not None]
-            rows = conn.execute(
-                "SELECT pk, id FROM records WHERE pk IN (SELECT value FROM json_each(?))",
-                (json.dumps(pks),),
-            ).fetchall()
-        ids = {int(pk): str(id) for pk, id in rows}
-        return [None if hit is None else (ids[hit[0]], hit[1]) for hit in best]
+            return vectors.nearest(queries, vectors.live(now))
 
     def text_search(
         self, namespace: str, words: Sequence[str], k: int, wanted: Filter, now: float
-    ) -> builtins.list[ScoredRecord]:
+    ) -> builtins.list[Ranked]:
         with self._read() as conn:
             index = self._cache.words(conn, namespace)
             allowed = None
             if q.has_conditions(wanted):
-                allowed = _filtered_pks(conn, namespace, wanted, embedded=False)
-            best = index.search(words, k, None if wanted.include_expired else now, allowed)
-            found = _records_by_pk(conn, [pk for pk, _ in best])
-        return [ScoredRecord(record=found[pk], score=s) for pk, s in best if pk in found]
+                allowed = _filtered_ids(conn, namespace, wanted, embedded=False)
+            return index.search(words, k, None if wanted.include_expired else now, allowed)
 
     def namespaces(self, prefix: str, now: float) -> builtins.list[str]:
         with self._read() as conn:
@@ -338,10 +327,10 @@ def _info(conn: sqlite3.Connection, namespace: str) -> NamespaceInfo | None:
 def _delete(conn: sqlite3.Connection, namespace: str, ids: Sequence[str], diff: CacheDiff) -> int:
     rows = conn.execute(
         "DELETE FROM records WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))"
-        " RETURNING pk",
+        " RETURNING id",
         (namespace, q.json_list(ids)),
     ).fetchall()
-    diff.removed(namespace, [int(row[0]) for row in rows])
+    diff.removed(namespace, [str(row[0]) for row in rows])
     return len(rows)
 
 
@@ -393,21 +382,11 @@ def _bump(conn: sqlite3.Connection, namespaces: set[str]) -> None:
     )
 
 
-def _filtered_pks(
+def _filtered_ids(
     conn: sqlite3.Connection, namespace: str, wanted: Filter, *, embedded: bool = True
-) -> builtins.list[int]:
+) -> builtins.list[str]:
     clause, params = q.where(namespace, wanted, None)
     if embedded:
         clause += " AND r.embedding IS NOT NULL"
-    rows = conn.execute(f"SELECT r.pk FROM records r WHERE {clause}", params).fetchall()
-    return [int(row[0]) for row in rows]
-
-
-def _records_by_pk(conn: sqlite3.Connection, pks: Sequence[int]) -> dict[int, Record]:
-    if not pks:
-        return {}
-    rows = conn.execute(
-        f"SELECT {q.COLUMNS} FROM records r WHERE r.pk IN (SELECT value FROM json_each(?))",
-        (json.dumps(list(pks)),),
-    ).fetchall()
-    return {int(row[0]): q.record_from_row(row) for row in rows}
+    rows = conn.execute(f"SELECT r.id FROM records r WHERE {clause}", params).fetchall()
+    return [str(row[0]) for row in rows]
