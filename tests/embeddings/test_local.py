@@ -59,8 +59,9 @@ def test_batched_and_single_vectors_agree(local_embedder):
         np.testing.assert_allclose(embed(local_embedder, text), batched[i], atol=1e-5)
 
 
-def test_rows_come_back_in_input_order_across_internal_batches():
-    small_batches = LocalEmbedder(batch_size=2)
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_rows_come_back_in_input_order_across_internal_batches(parallel: int):
+    small_batches = LocalEmbedder(batch_size=2, parallel=parallel)
     texts = ["short", "a somewhat longer text than that", "mid length", "x", "the longest one " * 5]
     vectors = small_batches.embed_batch(texts)
     expected = np.stack([embed(small_batches, text) for text in texts])
@@ -120,6 +121,7 @@ def test_concurrent_calls_on_the_shared_session_match_calls_alone(local_embedder
         ({"max_length": 513}, "max_length"),
         ({"batch_size": 0}, "batch_size"),
         ({"threads": 0}, "threads"),
+        ({"parallel": 0}, "parallel"),
     ],
 )
 def test_bad_arguments_are_rejected(kwargs, field):

@@ -20,6 +20,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -93,8 +94,9 @@ class LocalEmbedder:
     ``threads`` (onnxruntime's intra-op threads) defaults to 1, with thread spinning off:
     a server embeds short queries from many request threads at once, and onnxruntime
     runs concurrent calls on one session in parallel, so one thread per call keeps every
-    core busy without the pool's threads spinning against each other. Raise it to speed
-    up one caller's large batches on an otherwise idle machine.
+    core busy without the pool's threads spinning against each other. One call with
+    more texts than ``batch_size`` runs its batches side by side on up to ``parallel``
+    threads (default ``os.cpu_count()``), so bulk embedding still uses every core.
     """
 
     def __init__(
@@ -104,11 +106,15 @@ class LocalEmbedder:
         max_length: int = MAX_SEQ_LENGTH,
         batch_size: int = 64,
         threads: int | None = None,
+        parallel: int | None = None,
     ) -> None:
         _check_int(max_length, "max_length", low=2, high=_POSITIONS)
         _check_int(batch_size, "batch_size", low=1, high=None)
         if threads is not None:
             _check_int(threads, "threads", low=1, high=None)
+        if parallel is not None:
+            _check_int(parallel, "parallel", low=1, high=None)
+        self.parallel = parallel if parallel is not None else os.cpu_count() or 1
         self._model_path = None if model_path is None else Path(model_path)
         self.max_length = max_length
         self.batch_size = batch_size
@@ -131,9 +137,20 @@ class LocalEmbedder:
             return out
         encodings = self._tokenizer().encode_batch(items)
         order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            out[rows] = _run(session, [encodings[i] for i in rows])
+        batches = [
+            order[start : start + self.batch_size]
+            for start in range(0, len(order), self.batch_size)
+        ]
+        workers = min(self.parallel, len(batches))
+        if workers <= 1:
+            for rows in batches:
+                out[rows] = _run(session, [encodings[i] for i in rows])
+            return out
+        # One call with many batches: run them side by side, one onnxruntime thread each.
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = pool.map(lambda rows: _run(session, [encodings[i] for i in rows]), batches)
+            for rows, vectors in zip(batches, done, strict=True):
+                out[rows] = vectors
         return out
 
     def _session(self) -> _Session:
