@@ -1,18 +1,23 @@
-"""What only the PostgreSQL backend promises: schemas, pools, setup under concurrency."""
+"""What only the PostgreSQL backend promises: schemas, pools, setup under concurrency, and
+which search path (HNSW, exact, capped keywords) a namespace gets."""
 
 from __future__ import annotations
 
 import socket
 import sys
 import threading
+from collections.abc import Iterator
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
 
 from memstack.clock import ManualClock
 from memstack.errors import ConfigError, StoreUnavailable
-from memstack.storage import PostgresRecordStore
+from memstack.storage import Filter, PostgresRecordStore, Record
 from memstack.storage._postgres_schema import MIGRATIONS
 from tests.storage.records import ids, rec
 
@@ -114,3 +119,158 @@ def test_without_psycopg_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(sys.modules, "psycopg_pool", None)
     with pytest.raises(ConfigError, match=r'pip install "memstack\[postgres\]"'):
         PostgresRecordStore("postgresql://nowhere/db")
+
+
+# -- search paths: HNSW for a big namespace, exact for a small one, capped keywords --------
+
+
+def _unit_rows(n: int, dim: int, seed: int) -> npt.NDArray[np.float32]:
+    rows = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    unit: npt.NDArray[np.float32] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return unit
+
+
+@pytest.fixture
+def plans(postgres_url: str) -> Iterator[tuple[ConnectionPool[Any], list[str]]]:
+    """A caller-owned pool whose sessions report every statement's plan (auto_explain)."""
+    seen: list[str] = []
+
+    def configure(conn: psycopg.Connection[Any]) -> None:
+        conn.execute("LOAD 'auto_explain'")
+        conn.execute("SET auto_explain.log_min_duration = 0")
+        conn.execute("SET auto_explain.log_level = 'notice'")
+        conn.commit()
+        conn.add_notice_handler(lambda diag: seen.append(diag.message_primary or ""))
+
+    with ConnectionPool(postgres_url, min_size=1, max_size=2, configure=configure) as pool:
+        yield pool, seen
+
+
+def _store(pool_or_url: Any, schema: str, **thresholds: int) -> PostgresRecordStore:
+    store = PostgresRecordStore(pool_or_url, schema=schema, clock=ManualClock(), **thresholds)
+    store.setup()
+    return store
+
+
+def _analyze(url: str, schema: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'ANALYZE "{schema}".records')
+
+
+def test_a_big_namespace_is_searched_through_hnsw_a_small_one_exactly(
+    postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
+) -> None:
+    pool, seen = plans
+    store = _store(pool, pg_schema, exact_limit=100, ef_search=1)  # ef_search becomes k
+    big, small = _unit_rows(2000, 16, seed=1), _unit_rows(50, 16, seed=2)
+    store.upsert([rec(f"b{i}", "big", embedding=v) for i, v in enumerate(big)])
+    store.upsert([rec(f"s{i}", "small", embedding=v) for i, v in enumerate(small)])
+    _analyze(postgres_url, pg_schema)
+    query = _unit_rows(1, 16, seed=3)[0]
+
+    seen.clear()
+    hits = store.vector_ids("big", query, k=20)
+    assert any("Index Scan using records_hnsw_16" in plan for plan in seen)
+    assert len(hits) == 20
+    exact = np.argsort(-(big @ query), kind="stable")[:20]
+    assert len({f"b{i}" for i in exact} & {i for i, _ in hits}) >= 15  # approximate
+    assert [score for _, score in hits] == pytest.approx(
+        [float(big[int(i[1:])] @ query) for i, _ in hits], abs=1e-6
+    )
+
+    seen.clear()
+    hits = store.vector_ids("small", query, k=10)
+    assert [i for i, _ in hits] == [f"s{i}" for i in np.argsort(-(small @ query))[:10]]
+    assert seen and not any("hnsw" in plan for plan in seen)
+    store.close()
+
+
+def test_a_filtered_search_through_hnsw_still_returns_k_rows(
+    postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
+) -> None:
+    pool, seen = plans
+    store = _store(pool, pg_schema, exact_limit=100, ef_search=1)
+    rows = _unit_rows(2000, 16, seed=4)
+    kinds = ["wanted" if i % 2 == 0 else "other" for i in range(len(rows))]
+    store.upsert([rec(f"r{i}", "big", embedding=v, kind=kinds[i]) for i, v in enumerate(rows)])
+    _analyze(postgres_url, pg_schema)
+    query = _unit_rows(1, 16, seed=5)[0]
+    seen.clear()
+    # ef_search becomes k = 40: a plain HNSW scan finds 40 candidates, about 20 of them
+    # wanted; the iterative scan goes on until 40 wanted ones are found.
+    hits = store.vector_ids("big", query, k=40, filter=Filter(kinds=("wanted",)))
+    assert any("Index Scan using records_hnsw_16" in plan for plan in seen)
+    assert not any("<=> v.q" in plan for plan in seen)  # no fallback to the exact scan
+    assert len(hits) == 40
+    assert all(kinds[int(i[1:])] == "wanted" for i, _ in hits)
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0.1, -0.0, 1e-38, 1.5e18, -1.17549435e-38, 0.333333343],
+        np.random.default_rng(6).standard_normal(1536).astype(np.float32),
+    ],
+    ids=["edge values", "1536 dimensions"],
+)
+def test_vectors_round_trip_bit_for_bit(postgres_url: str, pg_schema: str, values: Any) -> None:
+    store = _store(postgres_url, pg_schema)
+    vector = np.asarray(values, dtype=np.float32)
+    store.upsert([rec("a", embedding=vector)])
+    (back,) = store.get("ns", ["a"])
+    assert back.embedding is not None
+    assert back.embedding.dtype == np.float32
+    assert back.embedding.tobytes() == vector.tobytes()
+    store.close()
+
+
+def test_each_dimension_in_use_gets_its_own_hnsw_index(postgres_url: str, pg_schema: str) -> None:
+    store = _store(postgres_url, pg_schema)
+    store.upsert([rec("a", "one", embedding=[1, 0, 0]), rec("b", "two", embedding=[0, 1])])
+    with psycopg.connect(postgres_url) as conn:
+        names = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s",
+            (pg_schema, "records_hnsw_%"),
+        ).fetchall()
+    assert sorted(n for (n,) in names) == ["records_hnsw_2", "records_hnsw_3", "records_hnsw_384"]
+    assert [i for i, _ in store.vector_ids("one", [1, 0, 0], k=1)] == ["a"]
+    store.close()
+
+
+_WORDS = "apple banana cherry damson elder fig grape hazel".split()
+
+
+def _corpus(n: int) -> list[Record]:
+    """Texts of 1-4 fruit words each, some repeated; no word in more than 250 rows."""
+    rng = np.random.default_rng(7)
+    return [
+        rec(f"t{i:04d}", "kw", " ".join(rng.choice(_WORDS, size=int(rng.integers(1, 5)))))
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("query", ["apple", "banana cherry", "fig grape hazel elder", "kiwi apple"])
+def test_capped_keyword_ranking_equals_the_full_one_while_no_word_is_common(
+    postgres_url: str, pg_schema: str, query: str
+) -> None:
+    full = _store(postgres_url, pg_schema)
+    capped = _store(postgres_url, pg_schema, keyword_exact_limit=0)
+    full.upsert(_corpus(200))
+    expected = full.text_ids("kw", query, k=20)
+    assert len(expected) == 20
+    assert capped.text_ids("kw", query, k=20) == expected
+    full.close()
+    capped.close()
+
+
+def test_a_word_in_most_rows_does_not_hide_a_rare_one(postgres_url: str, pg_schema: str) -> None:
+    store = _store(postgres_url, pg_schema, keyword_exact_limit=100)
+    store.upsert(
+        [rec(f"c{i:04d}", "kw", f"a common note number {i}") for i in range(3000)]
+        + [rec(f"r{i}", "kw", "a rare common note") for i in range(5)]
+    )
+    hits = store.text_ids("kw", "rare common", k=5)
+    assert sorted(i for i, _ in hits) == [f"r{i}" for i in range(5)]
+    assert len(store.text_ids("kw", "common", k=40)) == 40
+    store.close()

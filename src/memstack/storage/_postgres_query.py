@@ -1,9 +1,12 @@
 """The PostgreSQL query builder: SQL text with ``%s`` parameters for psycopg.
 
-Values always travel as parameters. The only name spliced into SQL text is the schema,
-which ``quote_schema`` accepts only as a plain lower-case identifier and then quotes.
-Vectors travel as pgvector's text form (``'[1,2,3]'::vector``), so the ``pgvector``
-Python package is not needed.
+Values always travel as parameters. Spliced into SQL text are only the schema, which
+``quote_schema`` accepts only as a plain lower-case identifier and then quotes, and
+integers of ours (a dimension, a candidate cap). Vectors travel in pgvector's binary form
+(``%b``, with the ``pgvector`` package's psycopg adapter registered on the connection),
+never as text: casting every scanned vector to text was 90% of a search.
+
+Searches return ids and scores only; the store fetches the winners' rows after.
 """
 
 from __future__ import annotations
@@ -21,12 +24,16 @@ from memstack.storage.types import Filter, Order, Record, Vector
 __all__ = [
     "ORDER_BY",
     "columns",
+    "exact_vector_sql",
+    "hnsw_vector_sql",
     "quote_schema",
     "record_from_row",
     "record_params",
+    "rows_sql",
+    "text_capped_sql",
+    "text_sql",
     "tsquery",
     "upsert_sql",
-    "vector_text",
     "where",
 ]
 
@@ -51,7 +58,7 @@ def quote_schema(schema: str) -> str:
 def columns() -> str:
     return (
         "r.namespace, r.id, r.text, r.metadata, r.kind, r.importance, r.created_at,"
-        " r.updated_at, r.last_accessed_at, r.expires_at, r.embedding::text"
+        " r.updated_at, r.last_accessed_at, r.expires_at, r.embedding"
     )
 
 
@@ -59,7 +66,7 @@ def upsert_sql(schema: str) -> str:
     return f"""
 INSERT INTO {schema}.records (namespace, id, text, metadata, kind, importance, created_at,
                               updated_at, last_accessed_at, expires_at, embedding, dim)
-VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s::vector, %s)
+VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %b, %s)
 ON CONFLICT (namespace, id) DO UPDATE SET
     text = EXCLUDED.text, metadata = EXCLUDED.metadata, kind = EXCLUDED.kind,
     importance = EXCLUDED.importance, created_at = EXCLUDED.created_at,
@@ -99,9 +106,74 @@ def tsquery(words: Sequence[str]) -> tuple[str, list[str]]:
     return sql, list(words)
 
 
-def vector_text(vector: Vector) -> str:
-    """pgvector's text form; numpy's shortest float32 digits read back exactly."""
-    return "[" + ",".join(map(str, vector)) + "]"
+def rows_sql(schema: str, clause: str, limit: int) -> str:
+    """How many rows match ``clause``, counting no further than ``limit``: an index walk
+    of at most ``limit`` entries, however large the namespace."""
+    return (
+        f"SELECT count(*) FROM (SELECT 1 FROM {schema}.records r WHERE {clause}"
+        f" LIMIT {int(limit)}) s"
+    )
+
+
+def exact_vector_sql(schema: str, clause: str) -> str:
+    """Ids and cosines of the ``%s`` nearest rows, computed for every row of ``clause``
+    (parameters: query vector, clause's, the dimension, k). The untyped ``embedding``
+    matches no HNSW index, so this is always exact."""
+    return (
+        "SELECT r.id, 1 - (r.embedding <=> v.q) AS score"
+        f" FROM {schema}.records r, (SELECT %b::vector AS q) v"
+        f" WHERE {clause} AND r.dim = %s"
+        ' ORDER BY r.embedding <=> v.q, r.id COLLATE "C" LIMIT %s'
+    )
+
+
+def hnsw_vector_sql(schema: str, clause: str, dim: int) -> str:
+    """The same through the dimension's HNSW index, when the planner finds it cheaper
+    (parameters: query vector, clause's, k). The distance is the index's expression and
+    ``dim`` a literal, so the partial index matches; the CTE is materialized and sorted
+    again because an iterative scan in ``relaxed_order`` may return rows slightly out
+    of order."""
+    dim = int(dim)
+    return (
+        f"WITH hits AS MATERIALIZED (SELECT r.id,"
+        f" r.embedding::vector({dim}) <=> %b::vector({dim}) AS distance"
+        f" FROM {schema}.records r WHERE {clause} AND r.dim = {dim}"
+        " ORDER BY distance LIMIT %s)"
+        ' SELECT id, 1 - distance FROM hits ORDER BY distance, id COLLATE "C"'
+    )
+
+
+def text_sql(schema: str, clause: str, words: Sequence[str]) -> tuple[str, list[Any]]:
+    """Every row of ``clause`` matching a word, ranked by ``ts_rank_cd`` (parameters:
+    the words, then the clause's, then k): for a namespace small enough to rank whole."""
+    expression, params = tsquery(words)
+    sql = (
+        "SELECT r.id, ts_rank_cd(r.tsv, t.q, 1) AS score"
+        f" FROM {schema}.records r, (SELECT {expression} AS q) t"
+        f" WHERE numnode(t.q) > 0 AND r.tsv @@ t.q AND {clause}"
+        ' ORDER BY score DESC, r.id COLLATE "C" LIMIT %s'
+    )
+    return sql, params
+
+
+def text_capped_sql(schema: str, clause: str, words: Sequence[str], cap: int) -> str:
+    """Like ``text_sql``, but ranking at most ``cap`` rows per word (parameters: the
+    words, then for each word the word and the clause's parameters, then k).
+
+    A word that matches fewer than ``cap`` rows brings them all, so the result is the
+    full ranking whenever no word is that common; a word that matches a third of a big
+    namespace brings the first ``cap`` rows the GIN index finds instead of all of them.
+    """
+    expression, _ = tsquery(words)
+    per_word = " UNION ".join(
+        f"(SELECT r.id, ts_rank_cd(r.tsv, t.q, 1) AS score FROM {schema}.records r, t"
+        f" WHERE r.tsv @@ plainto_tsquery('english', %s) AND {clause} LIMIT {int(cap)})"
+        for _ in words
+    )
+    return (
+        f"WITH t AS MATERIALIZED (SELECT {expression} AS q), candidates AS ({per_word})"
+        ' SELECT id, score FROM candidates ORDER BY score DESC, id COLLATE "C" LIMIT %s'
+    )
 
 
 def record_params(record: Record) -> tuple[Any, ...]:
@@ -117,13 +189,14 @@ def record_params(record: Record) -> tuple[Any, ...]:
         record.updated_at,
         record.last_accessed_at,
         record.expires_at,
-        None if embedding is None else vector_text(embedding),
+        embedding,
         None if embedding is None else int(embedding.shape[0]),
     )
 
 
 def record_from_row(row: Sequence[Any]) -> Record:
-    """A record from a row that starts with ``columns()``."""
+    """A record from a row that starts with ``columns()``, its vector loaded by
+    pgvector's adapter (a ``pgvector.Vector``)."""
     metadata: dict[str, JSON] = row[3]
     return Record(
         namespace=row[0],
@@ -136,11 +209,13 @@ def record_from_row(row: Sequence[Any]) -> Record:
         updated_at=row[7],
         last_accessed_at=row[8],
         expires_at=row[9],
-        embedding=None if row[10] is None else parse_vector(row[10]),
+        embedding=None if row[10] is None else _array(row[10]),
     )
 
 
-def parse_vector(text: str) -> Vector:
-    array = np.array(text[1:-1].split(","), dtype=np.float32)
+def _array(vector: Any) -> Vector:
+    """float32, read-only, from the adapter's ``Vector`` (or array, in older pgvector)."""
+    raw = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
+    array: Vector = np.asarray(raw, dtype=np.float32)
     array.flags.writeable = False
     return array

@@ -1,14 +1,24 @@
 """The PostgreSQL backend: pgvector and tsvector, for many servers and users.
 
-psycopg 3 and psycopg_pool are imported here only, when a store is made; without them
-the store raises ``ConfigError`` naming the extra to install.
+psycopg 3, psycopg_pool and pgvector (its psycopg adapter: vectors travel binary) are
+imported here only, when a store is made; without them the store raises ``ConfigError``
+naming the extra to install.
 
 - Thread-safe through a ``psycopg_pool.ConnectionPool``; each call is one transaction.
-- Vectors: exact cosine with pgvector's ``<=>`` (score = 1 - distance), over the rows of
-  one namespace and the query's dimension (see ``_postgres_schema`` for why no HNSW).
+- Vectors: cosine with pgvector's ``<=>`` (score = 1 - distance). A search first counts
+  the matching rows, no further than ``exact_limit``: up to that many it ranks them all
+  exactly (a 100-row namespace of a million-row table: a btree walk and 100 distances);
+  past it, it offers the planner the dimension's HNSW index (``_postgres_schema``) with
+  ``hnsw.ef_search`` at least k and ``hnsw.iterative_scan = relaxed_order``, so filters
+  still yield k rows. Should the index yield fewer rows than exist, the exact scan runs.
+  Measured at 100k rows in one namespace: exact 160-230 ms, HNSW 13-24 ms with
+  recall@10 0.99 against exact at ef_search 200 (0.965 at 100).
 - Keywords: a generated ``tsvector`` (english), queried with the words of the user's
   text OR-ed together (``plainto_tsquery(w1) || plainto_tsquery(w2) ...``, so no input
-  is tsquery syntax) and ranked by ``ts_rank_cd`` normalized by document length.
+  is tsquery syntax) and ranked by ``ts_rank_cd`` normalized by document length. Up to
+  ``keyword_exact_limit`` rows every match is ranked; in a bigger namespace each word
+  brings at most ``WORD_CANDIDATES`` rows (``text_capped_sql``), so a word that matches
+  a third of 100k rows no longer has them all ranked (1.8 s -> 20-40 ms).
 """
 
 from __future__ import annotations
@@ -22,7 +32,13 @@ from typing import TYPE_CHECKING, Any
 from memstack.clock import Clock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import _postgres_query as q
-from memstack.storage._postgres_schema import LOCK_KEY, MIGRATIONS
+from memstack.storage._postgres_schema import (
+    HNSW_MAX_DIM,
+    LOCK_KEY,
+    MIGRATIONS,
+    hnsw_index_name,
+    hnsw_index_sql,
+)
 from memstack.storage.backend import (
     DAY_S,
     Cap,
@@ -39,11 +55,18 @@ from memstack.storage.types import Filter, Record, Vector
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg.types import TypeInfo
     from psycopg_pool import ConnectionPool
 
 __all__ = ["PostgresBackend", "PostgresRecordStore"]
 
-_INSTALL = 'PostgresRecordStore needs psycopg and psycopg_pool: pip install "memstack[postgres]"'
+_INSTALL = (
+    'PostgresRecordStore needs psycopg, psycopg_pool and pgvector: pip install "memstack[postgres]"'
+)
+WORD_CANDIDATES = 250
+"""At most this many rows per query word are ranked in a namespace past
+``keyword_exact_limit``. On 100k LoCoMo-like rows the top 10 held as many evidence turns
+as ranking every match (P@10 0.286 against 0.279; 0.295 at 100, 0.285 at 1000)."""
 
 
 class PostgresBackend:
@@ -51,6 +74,12 @@ class PostgresBackend:
 
     Pass a conninfo string or URL (the store then owns, opens on first use, and closes
     its pool), or an open ``psycopg_pool.ConnectionPool`` that the caller closes.
+
+    ``exact_limit``: a vector search over more matching rows than this may use the HNSW
+    index (exact up to it: about 1 µs a row, against 10-25 ms for an index search).
+    ``ef_search``: HNSW's candidate list, raised to k when k is larger.
+    ``keyword_exact_limit``: a keyword search over a namespace of more rows than this
+    ranks at most ``WORD_CANDIDATES`` rows per word.
     """
 
     def __init__(
@@ -61,11 +90,19 @@ class PostgresBackend:
         min_size: int = 1,
         max_size: int = 8,
         timeout: float = 30.0,
+        exact_limit: int = 10_000,
+        ef_search: int = 200,
+        keyword_exact_limit: int = 2_000,
     ) -> None:
         _import_psycopg()
         from psycopg_pool import ConnectionPool
 
         self._schema = q.quote_schema(schema)
+        self._exact_limit = _non_negative(exact_limit, "exact_limit")
+        self._ef_search = min(1000, max(1, _non_negative(ef_search, "ef_search")))
+        self._keyword_exact_limit = _non_negative(keyword_exact_limit, "keyword_exact_limit")
+        self._vector_type: TypeInfo | None = None
+        self._indexed_dims: set[int] = set()
         self._owns_pool = isinstance(conninfo_or_pool, str)
         if isinstance(conninfo_or_pool, str):
             self._pool: ConnectionPool[Any] = ConnectionPool(
@@ -85,7 +122,7 @@ class PostgresBackend:
     def setup(self, now: float) -> None:
         import psycopg
 
-        with self._connection() as conn:
+        with self._connection(vectors=False) as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema}")
             conn.execute(
@@ -117,6 +154,9 @@ class PostgresBackend:
                     f"INSERT INTO {self._schema}.schema_migrations VALUES (%s, %s)",
                     (version, now),
                 )
+            dims = conn.execute(f"SELECT DISTINCT dim FROM {self._schema}.namespace_info")
+            for (dim,) in dims.fetchall():
+                self._index_dim(conn, int(dim))
 
     def close(self) -> None:
         with self._open_lock:
@@ -136,6 +176,7 @@ class PostgresBackend:
                 )
             stored = {ns: self._info(conn, ns) for ns in batch.claims}
             for namespace, info in check_claims(batch.claims, stored).items():
+                self._index_dim(conn, info.dim)
                 conn.execute(
                     f"INSERT INTO {self._schema}.namespace_info (namespace, dim, model_id)"
                     " VALUES (%s, %s, %s) ON CONFLICT (namespace) DO UPDATE"
@@ -151,6 +192,19 @@ class PostgresBackend:
             evicted = {cap.namespace: self._evict(conn, cap, batch.now) for cap in batch.caps}
             self._forget_empty(conn, {ns for ns, _ in batch.deletes} | set(evicted))
         return WriteResult(deleted=deleted, evicted=evicted)
+
+    def _index_dim(self, conn: psycopg.Connection[Any], dim: int) -> None:
+        """Make the HNSW index of ``dim`` if there is none: once per dimension, when a
+        namespace first claims it. (Building scans the table under a SHARE lock, so
+        writers wait for this transaction; rows of a new dimension are few.)"""
+        if dim in self._indexed_dims or dim > HNSW_MAX_DIM:
+            return
+        name = f"{self._schema}.{hnsw_index_name(dim)}"
+        found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
+        if not (found and found[0]):
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+            conn.execute(hnsw_index_sql(self._schema, dim))
+        self._indexed_dims.add(dim)
 
     def _delete(self, conn: psycopg.Connection[Any], namespace: str, ids: Sequence[str]) -> int:
         return conn.execute(
@@ -260,17 +314,42 @@ class PostgresBackend:
         self, namespace: str, query: Vector, k: int, wanted: Filter, now: float
     ) -> builtins.list[Ranked]:
         clause, params = q.where(namespace, wanted, now)
-        sql = (
-            "SELECT r.id, 1 - (r.embedding <=> v.q) AS score"
-            f" FROM {self._schema}.records r, (SELECT %s::vector AS q) v"
-            f" WHERE {clause} AND r.dim = %s"
-            ' ORDER BY r.embedding <=> v.q, r.id COLLATE "C" LIMIT %s'
-        )
+        dim = int(query.shape[0])
         with self._connection() as conn:
-            rows = conn.execute(
-                sql, [q.vector_text(query), *params, int(query.shape[0]), k]
+            if self._hnsw_pays(conn, clause, [*params, dim], dim, k):
+                hits = conn.execute(
+                    q.hnsw_vector_sql(self._schema, clause, dim),
+                    [query, *params, k],
+                    prepare=False,  # planned for this namespace, never a generic plan
+                ).fetchall()
+                if len(hits) == k:
+                    return _ranked(hits)
+            hits = conn.execute(
+                q.exact_vector_sql(self._schema, clause), [query, *params, dim, k], prepare=False
             ).fetchall()
-        return [(str(row[0]), min(1.0, max(-1.0, float(row[1])))) for row in rows]
+        return _ranked(hits)
+
+    def _hnsw_pays(
+        self, conn: psycopg.Connection[Any], clause: str, params: Sequence[Any], dim: int, k: int
+    ) -> bool:
+        """More than ``exact_limit`` rows match and ``dim`` has an HNSW index; if so the
+        transaction's HNSW settings are made for ``k`` results."""
+        limit = self._exact_limit + 1
+        count = conn.execute(
+            q.rows_sql(self._schema, f"{clause} AND r.dim = %s", limit), params
+        ).fetchone()
+        if count is None or count[0] < limit or dim > HNSW_MAX_DIM:
+            return False
+        index = conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL,"
+            " set_config('hnsw.ef_search', %s, true),"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+            (
+                f"{self._schema}.{hnsw_index_name(dim)}",
+                str(min(1000, max(k, self._ef_search))),
+            ),
+        ).fetchone()
+        return index is not None and bool(index[0])
 
     def nearest(
         self, namespace: str, queries: Matrix, now: float
@@ -284,16 +363,17 @@ class PostgresBackend:
     def text_search(
         self, namespace: str, words: Sequence[str], k: int, wanted: Filter, now: float
     ) -> builtins.list[Ranked]:
-        tsquery, word_params = q.tsquery(words)
         clause, params = q.where(namespace, wanted, now)
-        sql = (
-            "SELECT r.id, ts_rank_cd(r.tsv, t.q, 1) AS score"
-            f" FROM {self._schema}.records r, (SELECT {tsquery} AS q) t"
-            f" WHERE numnode(t.q) > 0 AND r.tsv @@ t.q AND {clause}"
-            ' ORDER BY score DESC, r.id COLLATE "C" LIMIT %s'
-        )
         with self._connection() as conn:
-            rows = conn.execute(sql, [*word_params, *params, k]).fetchall()
+            limit = self._keyword_exact_limit + 1
+            count = conn.execute(q.rows_sql(self._schema, clause, limit), params).fetchone()
+            if count is not None and count[0] < limit:
+                sql, word_params = q.text_sql(self._schema, clause, words)
+                values = [*word_params, *params, k]
+            else:
+                sql = q.text_capped_sql(self._schema, clause, words, WORD_CANDIDATES)
+                values = [*words, *(v for w in words for v in (w, *params)), k]
+            rows = conn.execute(sql, values, prepare=False).fetchall()
         return [(str(row[0]), float(row[1])) for row in rows]
 
     def namespaces(self, prefix: str, now: float) -> builtins.list[str]:
@@ -328,7 +408,7 @@ class PostgresBackend:
         clause, params = q.where(namespace, wanted, now)
         sql = f"SELECT {q.columns()} FROM {self._schema}.records r WHERE {clause} {tail}"
         with self._connection() as conn:
-            rows = conn.execute(sql, [*params, *tail_params]).fetchall()
+            rows = conn.execute(sql, [*params, *tail_params], binary=True).fetchall()
         return [q.record_from_row(row) for row in rows]
 
     def _rowcount(self, sql: str, params: Sequence[Any]) -> int:
@@ -336,14 +416,17 @@ class PostgresBackend:
             return conn.execute(sql, params).rowcount
 
     @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection in a transaction: committed if the block succeeds."""
+    def _connection(self, *, vectors: bool = True) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection in a transaction: committed if the block succeeds; with
+        ``vectors``, pgvector's binary adapter is registered on it."""
         import psycopg
         import psycopg_pool
 
         self._open()
         try:
             with self._pool.connection() as conn:
+                if vectors:
+                    self._register_vector(conn)
                 yield conn
         except psycopg.errors.UndefinedTable as exc:
             raise ConfigError(
@@ -357,6 +440,22 @@ class PostgresBackend:
         ) as exc:
             raise StoreUnavailable(f"PostgreSQL is unavailable: {exc}") from exc
 
+    def _register_vector(self, conn: psycopg.Connection[Any]) -> None:
+        """pgvector's adapter on ``conn``: its type is looked up once, then registering is
+        a few dict entries, so a caller's pool needs no hook of ours."""
+        from pgvector.psycopg.vector import register_vector_info
+        from psycopg.types import TypeInfo
+
+        if self._vector_type is None:
+            self._vector_type = TypeInfo.fetch(conn, "vector")
+            if self._vector_type is None:
+                raise ConfigError(
+                    "the pgvector type 'vector' is missing from this database; call "
+                    "store.setup() first (it runs CREATE EXTENSION vector)."
+                )
+        if conn.adapters.types.get("vector") is None:
+            register_vector_info(conn, self._vector_type)
+
     def _open(self) -> None:
         with self._open_lock:
             if self._closed:
@@ -368,7 +467,8 @@ class PostgresBackend:
 
 class PostgresRecordStore(RecordStore):
     """A ``RecordStore`` on a ``PostgresBackend``: a conninfo string or URL (the store
-    then owns, opens on first use, and closes its pool), or an open pool the caller closes."""
+    then owns, opens on first use, and closes its pool), or an open pool the caller closes.
+    The search thresholds are ``PostgresBackend``'s."""
 
     def __init__(
         self,
@@ -379,9 +479,19 @@ class PostgresRecordStore(RecordStore):
         min_size: int = 1,
         max_size: int = 8,
         timeout: float = 30.0,
+        exact_limit: int = 10_000,
+        ef_search: int = 200,
+        keyword_exact_limit: int = 2_000,
     ) -> None:
         backend = PostgresBackend(
-            conninfo_or_pool, schema=schema, min_size=min_size, max_size=max_size, timeout=timeout
+            conninfo_or_pool,
+            schema=schema,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            exact_limit=exact_limit,
+            ef_search=ef_search,
+            keyword_exact_limit=keyword_exact_limit,
         )
         super().__init__(backend, clock=clock)
 
@@ -393,8 +503,19 @@ class PostgresRecordStore(RecordStore):
         return cls(url, clock=clock, schema=schema)
 
 
+def _ranked(rows: Sequence[Any]) -> builtins.list[Ranked]:
+    return [(str(row[0]), min(1.0, max(-1.0, float(row[1])))) for row in rows]
+
+
+def _non_negative(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{name} must be a non-negative integer; got {value!r}.")
+    return value
+
+
 def _import_psycopg() -> None:
     try:
+        import pgvector.psycopg  # noqa: F401
         import psycopg  # noqa: F401
         import psycopg_pool  # noqa: F401
     except ImportError as exc:
