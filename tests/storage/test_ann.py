@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import subprocess
 import sys
 
 import numpy as np
@@ -187,3 +188,21 @@ def test_a_missing_usearch_is_a_config_error_naming_the_install(monkeypatch):
 def test_the_policy_scans_small_namespaces_exactly():
     assert not use_ann(ANN_MIN_ROWS - 1)
     assert use_ann(ANN_MIN_ROWS)
+
+
+def test_building_an_index_before_the_embedder_loads_does_not_crash(tmp_path):
+    """usearch loaded before onnxruntime crashed the process; _ann fixes the order."""
+    script = (
+        "import numpy as np\n"
+        "from memstack.storage._ann import AnnIndex\n"
+        "rows = np.eye(8, dtype=np.float32)\n"
+        "index = AnnIndex(8)\n"
+        "index.build(np.arange(8), rows)\n"
+        "from memstack.embeddings.local import LocalEmbedder\n"
+        "print(LocalEmbedder().embed_batch(['hello']).shape)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "(1, 384)"

@@ -57,6 +57,7 @@ The caller serializes every call (build, add, remove, search) on one index.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -96,6 +97,17 @@ _INSTALL = (
     "the ANN index needs the usearch package; install it with `pip install usearch` "
     "(it is a dependency of memstack, so reinstalling memstack also brings it)."
 )
+
+
+def _load_onnxruntime_first() -> None:
+    """Import onnxruntime, when installed, before usearch: with usearch 2.26 loaded first,
+    importing onnxruntime 1.32 afterwards crashes the process (a segmentation fault in
+    its native module), while the other order works. The local embedder may be loaded
+    after a large namespace built its index, so the order is fixed here."""
+    try:
+        importlib.import_module("onnxruntime")
+    except ImportError:
+        pass
 
 
 def use_ann(rows: int) -> bool:
@@ -189,6 +201,7 @@ class AnnIndex:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
 
     def _new_index(self) -> Index:
+        _load_onnxruntime_first()
         try:
             from usearch.index import Index
         except ImportError as exc:

@@ -93,11 +93,11 @@ class NamespaceCache:
         version = namespace_version(conn, namespace)
         entry = self._entries.get(namespace)
         if entry is None or entry.version != version:
-            self._entries.pop(namespace, None)  # free the old indexes before loading anew
+            self._discard(namespace)  # free the old indexes before loading anew
             entry = _Entry(version=version)
             self._entries[namespace] = entry
             while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+                self._discard(next(iter(self._entries)))
         self._entries.move_to_end(namespace)
         return entry
 
@@ -110,7 +110,7 @@ class NamespaceCache:
                 if entry.version == namespace_version(conn, namespace):
                     versions[namespace] = entry.version
                 else:
-                    del self._entries[namespace]
+                    self._discard(namespace)
         return CacheDiff(versions=versions)
 
     def commit(self, diff: CacheDiff) -> None:
@@ -119,7 +119,7 @@ class NamespaceCache:
         for namespace, version in diff.versions.items():
             entry = self._entries.get(namespace)
             if entry is None or entry.version != version:
-                self._entries.pop(namespace, None)
+                self._discard(namespace)
                 continue
             for id in diff.removes.get(namespace, ()):
                 if isinstance(entry.rows, VectorRows):
@@ -131,10 +131,17 @@ class NamespaceCache:
             entry.version = version + 1
 
     def drop(self, namespace: str) -> None:
-        self._entries.pop(namespace, None)
+        self._discard(namespace)
 
     def clear(self) -> None:
-        self._entries.clear()
+        for namespace in list(self._entries):
+            self._discard(namespace)
+
+    def _discard(self, namespace: str) -> None:
+        """Forget a namespace's indexes, stopping a vector index build in progress."""
+        entry = self._entries.pop(namespace, None)
+        if entry is not None and isinstance(entry.rows, VectorRows):
+            entry.rows.close()
 
 
 def _put(entry: _Entry, record: Record) -> None:

@@ -1,134 +1,272 @@
-"""VectorRows: one namespace's unit embeddings as a growable float32 matrix, kept in step.
+"""VectorRows: one namespace's unit embeddings, kept in step with writes, searched exactly
+or, once large, through an in-process HNSW index.
 
-Rows are appended, overwritten in place, and a removed row is filled by the last one,
-so a write costs O(dim) instead of a reload of the namespace. Beside each row: its key
-(the backend's id for the record) and its expiry (``inf`` for never). Search is an
-exact cosine scan over the live rows; the caller serializes access.
+Rows live in float32 chunks that are never moved or reallocated: a write appends a row
+(a replaced or removed key leaves a dead slot behind), so an ``AnnIndex`` can read the
+rows in place and the vectors are in memory once. Dead slots are compacted away once
+they are a quarter of the rows (the index is then rebuilt). Beside each slot: its key
+(the backend's record id, None when dead) and its expiry (``inf`` for never).
+
+From ``ann_min_rows`` live rows on, the index is built in a background thread (a cold
+build takes tens of seconds at 100k rows); searches scan exactly until it is ready, then
+it catches up with the writes made meanwhile and answers unfiltered searches. A search
+with a filter that keeps only some rows stays exact (filters never cost recall). The
+caller serializes every call; only the build runs beside it, on rows nobody writes.
 """
 
 from __future__ import annotations
 
+import bisect
+import threading
+from array import array
 from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from memstack.storage._ann import ANN_MIN_ROWS, AnnIndex
 from memstack.storage._vectors import normalized, top_k
 from memstack.storage.types import Vector
 
 __all__ = ["VectorRows", "load_rows"]
 
 K = TypeVar("K", bound=Hashable)
+_MAX_CHUNK = 16_384
+_BUILD_STEP = 2_048  # rows per call while building, so closing stops a build soon
+Mask = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Built:
+    generation: int
+    index: AnnIndex
+    upto: int
+    """Slots below this were indexed (dead ones among them removed again)."""
 
 
 class VectorRows(Generic[K]):
-    def __init__(self, dim: int, capacity: int = 16) -> None:
+    def __init__(
+        self,
+        dim: int,
+        capacity: int = 0,
+        *,
+        ann_min_rows: int = ANN_MIN_ROWS,
+        background: bool = True,
+    ) -> None:
         self.dim = dim
-        self._matrix: npt.NDArray[np.float32] = np.zeros((max(capacity, 16), dim), np.float32)
-        self._expires: npt.NDArray[np.float64] = np.full(self._matrix.shape[0], np.inf)
-        self.keys: list[K] = []
-        self._rows: dict[K, int] = {}
+        self._chunks: list[npt.NDArray[np.float32]] = []
+        self._starts: list[int] = []  # first slot of each chunk
+        self._first = capacity
+        self.keys: list[K | None] = []  # per slot; None: a dead slot
+        self._slots: dict[K, int] = {}
+        self._alive = bytearray()
+        self._expires = array("d")
+        self._ann_min_rows = ann_min_rows
+        self._background = background
+        self._ann: AnnIndex | None = None
+        self._ann_dead: list[int] = []  # slots that died while an index was being built
+        self._generation = 0  # bumped when compaction renumbers the slots
+        self._building = False
+        self._built: _Built | None = None  # handed over by the build thread
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self._slots)
 
     def __contains__(self, key: K) -> bool:
-        return key in self._rows
+        return key in self._slots
+
+    def close(self) -> None:
+        """Stop a build in progress and drop the index (the rows stay searchable)."""
+        self._generation += 1
+        self._ann, self._ann_dead, self._building, self._built = None, [], False, None
 
     @property
-    def unit_rows(self) -> npt.NDArray[np.float32]:
-        """A view of the live rows (no copy); valid until the next change."""
-        return self._matrix[: len(self.keys)]
+    def ann_ready(self) -> bool:
+        """Whether unfiltered searches go through the HNSW index now."""
+        self._adopt()
+        return self._ann is not None
 
-    @property
-    def expires(self) -> npt.NDArray[np.float64]:
-        return self._expires[: len(self.keys)]
+    # -- writes -------------------------------------------------------------------
 
     def put(self, key: K, vector: Vector, expires_at: float | None, *, unit: bool = False) -> None:
-        """Add ``key``'s vector, or overwrite it; ``unit=True`` when already of length 1."""
-        row = self._rows.get(key)
-        if row is None:
-            row = len(self.keys)
-            if row == self._matrix.shape[0]:
-                self._grow()
-            self.keys.append(key)
-            self._rows[key] = row
-        self._matrix[row] = vector if unit else normalized(vector)
-        self._expires[row] = np.inf if expires_at is None else expires_at
+        """Add ``key``'s vector, or replace it; ``unit=True`` when already of length 1."""
+        self.remove(key)
+        slot = len(self.keys)
+        chunk, row = self._place(slot)
+        chunk[row] = vector if unit else normalized(vector)
+        self.keys.append(key)
+        self._slots[key] = slot
+        self._alive.append(1)
+        self._expires.append(np.inf if expires_at is None else expires_at)
+        if self._ann is not None:
+            self._ann.add([slot], chunk[row : row + 1])
 
     def remove(self, key: K) -> bool:
-        row = self._rows.pop(key, None)
-        if row is None:
+        slot = self._slots.pop(key, None)
+        if slot is None:
             return False
-        last = len(self.keys) - 1
-        if row != last:
-            moved = self.keys[last]
-            self._matrix[row] = self._matrix[last]
-            self._expires[row] = self._expires[last]
-            self.keys[row] = moved
-            self._rows[moved] = row
-        self.keys.pop()
+        self.keys[slot] = None
+        self._alive[slot] = 0
+        if self._ann is not None:
+            self._ann.remove([slot])
+        elif self._building:
+            self._ann_dead.append(slot)
+        if len(self.keys) - len(self._slots) > max(1_024, len(self._slots) // 4):
+            self._compact()
         return True
 
+    # -- reads --------------------------------------------------------------------
+
     def search(
-        self, query: Vector, k: int, allowed: npt.NDArray[np.bool_] | None = None
+        self, query: Vector, k: int, allowed: Mask | None = None, *, exact: bool = False
     ) -> list[tuple[K, float]]:
-        """The ``k`` best ``(key, cosine)`` among rows where ``allowed`` (all if None)."""
-        if not self.keys:
+        """The ``k`` best ``(key, cosine)`` among live slots where ``allowed`` (a mask over
+        slots; None: all). ``exact=True`` (a selective filter) never uses the index."""
+        if not self._slots:
             return []
-        scores = np.clip((self.unit_rows @ query).astype(np.float64), -1.0, 1.0)
-        if allowed is None:
-            best = top_k(scores, k)
-        else:
-            rows = np.flatnonzero(allowed)
-            best = rows[top_k(scores[rows], k)]
-        return [(self.keys[i], float(scores[i])) for i in best]
+        mask = self._mask(allowed)
+        if not exact and self._use_index():
+            assert self._ann is not None
+            slots, scores = self._ann.search(query, k, allowed=lambda found: mask[found])
+            return [(self._key(int(s)), float(c)) for s, c in zip(slots, scores, strict=True)]
+        scores = np.clip(self._scores(query).astype(np.float64), -1.0, 1.0)
+        rows = np.flatnonzero(mask)
+        best = rows[top_k(scores[rows], k)]
+        return [(self._key(int(i)), float(scores[i])) for i in best]
 
     def nearest(
-        self, queries: npt.NDArray[np.float32], allowed: npt.NDArray[np.bool_] | None = None
+        self, queries: npt.NDArray[np.float32], allowed: Mask | None = None
     ) -> list[tuple[K, float] | None]:
-        """For each unit query row, the best ``(key, cosine)`` among allowed rows: one
-        matrix product for the whole batch."""
+        """For each unit query row, the best ``(key, cosine)`` among allowed live slots:
+        one matrix product per chunk for the whole batch."""
         m = queries.shape[0]
-        rows = np.arange(len(self.keys)) if allowed is None else np.flatnonzero(allowed)
+        rows = np.flatnonzero(self._mask(allowed))
         if rows.size == 0:
             return [None] * m
-        scores = (
-            self.unit_rows[rows] @ queries.T
-            if allowed is not None
-            else (self.unit_rows @ queries.T)
-        )
+        scores = np.concatenate([c @ queries.T for c in self._used_chunks()])[rows]
         best = np.argmax(scores, axis=0)
         return [
-            (self.keys[int(rows[b])], float(np.clip(scores[b, j], -1.0, 1.0)))
+            (self._key(int(rows[b])), float(np.clip(scores[b, j], -1.0, 1.0)))
             for j, b in enumerate(best)
         ]
 
-    def live(self, now: float) -> npt.NDArray[np.bool_] | None:
-        """Rows not expired at ``now``; None when none has expired."""
-        mask = self.expires > now
+    def live(self, now: float) -> Mask | None:
+        """Slots not expired at ``now``; None when none has expired."""
+        mask = np.frombuffer(self._expires, dtype=np.float64) > now
         return None if mask.all() else mask
 
-    def where_keys(self, keys: Sequence[K]) -> npt.NDArray[np.bool_]:
+    def where_keys(self, keys: Sequence[K]) -> Mask:
         mask = np.zeros(len(self.keys), dtype=bool)
-        rows = [self._rows[k] for k in keys if k in self._rows]
-        mask[rows] = True
+        mask[[self._slots[k] for k in keys if k in self._slots]] = True
         return mask
 
-    def _grow(self) -> None:
-        n = self._matrix.shape[0]
-        size = max(n + 16, n * 5 // 4)  # 25% headroom: the matrix dominates memory
-        matrix = np.zeros((size, self.dim), np.float32)
-        matrix[:n] = self._matrix
-        expires = np.full(size, np.inf)
-        expires[:n] = self._expires
-        self._matrix, self._expires = matrix, expires
+    def live_keys(self) -> list[K]:
+        return list(self._slots)
+
+    # -- internals ----------------------------------------------------------------
+
+    def _key(self, slot: int) -> K:
+        key = self.keys[slot]
+        assert key is not None
+        return key
+
+    def _mask(self, allowed: Mask | None) -> Mask:
+        alive = np.frombuffer(self._alive, dtype=np.bool_)
+        return alive if allowed is None else alive & allowed
+
+    def _place(self, slot: int) -> tuple[npt.NDArray[np.float32], int]:
+        """The chunk and row of ``slot``, a new chunk when the last one is full."""
+        capacity = self._starts[-1] + len(self._chunks[-1]) if self._chunks else 0
+        if slot >= capacity:
+            size = self._first or max(16, min(_MAX_CHUNK, capacity // 4))
+            self._first = 0
+            self._chunks.append(np.zeros((size, self.dim), dtype=np.float32))
+            self._starts.append(capacity)
+        i = bisect.bisect_right(self._starts, slot) - 1
+        return self._chunks[i], slot - self._starts[i]
+
+    def _used_chunks(self) -> list[npt.NDArray[np.float32]]:
+        """Each chunk cut to the slots in use (views, no copies)."""
+        n = len(self.keys)
+        return [
+            c[: max(0, min(len(c), n - s))] for c, s in zip(self._chunks, self._starts, strict=True)
+        ]
+
+    def _scores(self, query: Vector) -> npt.NDArray[np.float32]:
+        parts = [c @ query for c in self._used_chunks() if len(c)]
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def _use_index(self) -> bool:
+        self._adopt()
+        if self._ann is None and not self._building and len(self._slots) >= self._ann_min_rows:
+            self._start_build()
+            self._adopt()
+        return self._ann is not None
+
+    def _start_build(self) -> None:
+        """Index the slots there are now, in the background unless told otherwise."""
+        self._building = True
+        self._ann_dead = [s for s in range(len(self.keys)) if not self._alive[s]]
+        work = (self._generation, self.dim, self._used_chunks(), self._starts[:], len(self.keys))
+        if self._background:
+            threading.Thread(target=self._build, args=work, daemon=True).start()
+        else:
+            self._build(*work)
+
+    def _build(
+        self,
+        generation: int,
+        dim: int,
+        chunks: list[npt.NDArray[np.float32]],
+        starts: list[int],
+        upto: int,
+    ) -> None:
+        index = AnnIndex(dim, threads=1)  # beside the searches, on one core
+        for chunk, start in zip(chunks, starts, strict=True):
+            for lo in range(0, len(chunk), _BUILD_STEP):
+                if self._generation != generation:
+                    return  # closed or compacted meanwhile: nobody wants this index
+                part = chunk[lo : lo + _BUILD_STEP]
+                index.add(np.arange(start + lo, start + lo + len(part)), part)
+        self._built = _Built(generation=generation, index=index, upto=upto)
+
+    def _adopt(self) -> None:
+        """Take a finished build: drop what died and add what was written meanwhile."""
+        built, self._built = self._built, None
+        if built is None:
+            return
+        self._building = False
+        if built.generation != self._generation:
+            return  # the slots were renumbered since; a later search starts anew
+        built.index.remove(self._ann_dead)
+        self._ann_dead = []
+        for chunk, start in zip(self._used_chunks(), self._starts, strict=True):
+            lo = max(built.upto - start, 0)
+            if lo < len(chunk):
+                built.index.add(np.arange(start + lo, start + len(chunk)), chunk[lo:])
+        built.index.remove([s for s in range(built.upto, len(self.keys)) if not self._alive[s]])
+        self._ann = built.index
+
+    def _compact(self) -> None:
+        """Copy the live rows into one new chunk and renumber the slots."""
+        live = sorted(self._slots.values())
+        matrix = np.concatenate(self._used_chunks())[live] if live else np.zeros((0, self.dim))
+        keys = [self.keys[s] for s in live]
+        expires = [self._expires[s] for s in live]
+        self.close()
+        self._chunks, self._starts = ([matrix.astype(np.float32)], [0]) if live else ([], [])
+        self.keys = keys
+        self._slots = {key: slot for slot, key in enumerate(keys) if key is not None}
+        self._alive = bytearray(b"\x01" * len(keys))
+        self._expires = array("d", expires)
+        self._first = 0
 
 
 def load_rows(dim: int, count: int, rows: Iterable[tuple[K, bytes, float | None]]) -> VectorRows[K]:
     """``VectorRows`` filled from ``(key, little-endian float32 blob, expires_at)`` rows,
-    written straight into a matrix of ``count`` rows: no list of blobs, no second copy."""
+    written straight into one chunk of ``count`` rows: no list of blobs, no second copy."""
     vectors: VectorRows[K] = VectorRows(dim, capacity=count)
     for key, blob, expires_at in rows:
         vectors.put(key, np.frombuffer(blob, dtype="<f4"), expires_at)

@@ -77,7 +77,11 @@ class InMemoryBackend:
         """Nothing to create."""
 
     def close(self) -> None:
-        """Nothing to release; the data stays readable."""
+        """Stops vector index builds in progress; the data stays readable."""
+        with self._lock:
+            for space in self._spaces.values():
+                if space.vectors is not None:
+                    space.vectors.close()
 
     def write(self, batch: WriteBatch) -> WriteResult:
         with self._lock:
@@ -121,10 +125,10 @@ class InMemoryBackend:
             allowed = None if wanted.include_expired else vectors.live(now)
             if _narrows(wanted):
                 keep = vectors.where_keys(
-                    [i for i in vectors.keys if _matches(space.records[i], wanted, now)]
+                    [i for i in vectors.live_keys() if _matches(space.records[i], wanted, now)]
                 )
                 allowed = keep if allowed is None else allowed & keep
-            return vectors.search(query, k, allowed)
+            return vectors.search(query, k, allowed, exact=_narrows(wanted))
 
     def nearest(
         self, namespace: str, queries: Matrix, now: float
@@ -171,12 +175,12 @@ class InMemoryBackend:
 
     def delete_namespace(self, namespace: str) -> int:
         with self._lock:
-            space = self._spaces.pop(namespace, None)
+            space = self._drop(namespace)
             return 0 if space is None else len(space.records)
 
     def rename_namespace(self, old: str, new: str) -> int:
         with self._lock:
-            space = self._spaces.pop(old, None)
+            space = self._drop(old)
             if space is None:
                 return 0
             target = self._space(new)
@@ -213,8 +217,15 @@ class InMemoryBackend:
             return 0
         removed = sum(1 for i in ids if space.remove(i) is not None)
         if not space.records:
-            del self._spaces[namespace]
+            self._drop(namespace)
         return removed
+
+    def _drop(self, namespace: str) -> _Space | None:
+        """Forget a namespace, stopping a vector index build in progress."""
+        space = self._spaces.pop(namespace, None)
+        if space is not None and space.vectors is not None:
+            space.vectors.close()
+        return space
 
     def _evict(self, cap: Cap, now: float) -> builtins.list[str]:
         live = self._visible(cap.namespace, Filter(), now)

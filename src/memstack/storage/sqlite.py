@@ -170,7 +170,7 @@ class SQLiteBackend:
             if q.has_conditions(wanted):
                 keep = vectors.where_keys(_filtered_ids(conn, namespace, wanted))
                 allowed = keep if allowed is None else allowed & keep
-            return vectors.search(query, k, allowed)
+            return vectors.search(query, k, allowed, exact=q.has_conditions(wanted))
 
     def nearest(self, namespace: str, queries: Matrix, now: float) -> builtins.list[Ranked | None]:
         with self._read() as conn:
