@@ -30,6 +30,7 @@ POINT_FIELDS = {
     "ingest_per_s",
     "rss_mb",
     "vectors_mb",
+    "index_wait_s",
 }
 
 

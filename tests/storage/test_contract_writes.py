@@ -158,3 +158,9 @@ def test_setup_moves_long_term_memories_from_their_legacy_names(store: RecordSto
     info = store.namespace_info("ltm/alice/chat")
     assert info is not None and info.model_id == "m"
     assert ids([h.record for h in store.vector_search("ltm/alice/chat", [1, 0], k=1)]) == ["a"]
+
+
+def test_a_small_namespace_is_ready_at_once(store: RecordStore) -> None:
+    assert store.ready("ns")
+    store.upsert([rec("a", embedding=[1, 0])])
+    assert store.ready("ns")

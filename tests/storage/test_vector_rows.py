@@ -139,3 +139,11 @@ def test_close_drops_the_index_and_a_later_search_starts_anew() -> None:
     assert [k for k, _ in after] == [k for k, _ in before]
     vectors.search(q, 5)
     assert vectors.ann_ready
+
+
+def test_ready_starts_a_due_build_and_says_when_it_is_done() -> None:
+    assert filled(500, ann_min_rows=1_000).ready()
+    vectors = filled(2_000, ann_min_rows=1_000, background=False)
+    assert not vectors.ann_ready
+    assert vectors.ready()
+    assert vectors.ann_ready

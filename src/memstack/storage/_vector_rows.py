@@ -82,6 +82,11 @@ class VectorRows(Generic[K]):
         self._generation += 1
         self._ann, self._ann_dead, self._building, self._built = None, [], False, None
 
+    def ready(self) -> bool:
+        """Whether searches run at full speed: the namespace is small enough to scan, or
+        its index is built (a build is started here when one is due)."""
+        return len(self._slots) < self._ann_min_rows or self._use_index()
+
     @property
     def ann_ready(self) -> bool:
         """Whether unfiltered searches go through the HNSW index now."""

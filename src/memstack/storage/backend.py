@@ -171,6 +171,10 @@ class Backend(Protocol):
 
     def namespace_info(self, namespace: str) -> NamespaceInfo | None: ...
 
+    def ready(self, namespace: str) -> bool:
+        """Whether the namespace's search indexes are built (see ``RecordStore.ready``)."""
+        ...
+
     def delete_namespace(self, namespace: str) -> int:
         """Delete the namespace's records and its info; return how many records."""
         ...

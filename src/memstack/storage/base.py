@@ -270,6 +270,13 @@ class RecordStore:
         """Sorted namespaces starting with ``prefix`` that hold an unexpired record."""
         return self.backend.namespaces(check.check_text(prefix, "prefix"), self.clock.now())
 
+    def ready(self, namespace: NamespaceLike) -> bool:
+        """Whether searches of ``namespace`` run at full speed. A namespace of 50k+
+        memories builds its vector index in the background after it is loaded; until
+        then searches scan exactly (same results, slower). Starts a build when one is
+        due; poll it to wait, e.g. after a bulk load."""
+        return self.backend.ready(_name(namespace))
+
     def namespace_info(self, namespace: NamespaceLike) -> NamespaceInfo | None:
         """The dimension and model of the namespace's embeddings; None before the first."""
         return self.backend.namespace_info(_name(namespace))

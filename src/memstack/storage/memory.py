@@ -169,6 +169,11 @@ class InMemoryBackend:
                 and any(_matches(r, Filter(), now) for r in space.records.values())
             )
 
+    def ready(self, namespace: str) -> bool:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            return space is None or space.vectors is None or space.vectors.ready()
+
     def namespace_info(self, namespace: str) -> NamespaceInfo | None:
         with self._lock:
             return self._info(namespace)

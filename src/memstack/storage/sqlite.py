@@ -199,6 +199,11 @@ class SQLiteBackend:
             ).fetchall()
         return [row[0] for row in rows]
 
+    def ready(self, namespace: str) -> bool:
+        with self._read() as conn:
+            vectors = self._cache.rows(conn, namespace)
+            return vectors is None or vectors.ready()
+
     def namespace_info(self, namespace: str) -> NamespaceInfo | None:
         with self._read() as conn:
             return _info(conn, namespace)
