@@ -9,31 +9,7 @@ import pytest
 
 from memstack.embeddings import BatchingEmbedder, Embedder, HashEmbedder, Vectors
 from memstack.errors import InvalidInput, StoreUnavailable
-
-
-class CountingEmbedder:
-    """A HashEmbedder that records the size of every batch it is asked to embed."""
-
-    def __init__(self, *, fail_on: str | None = None) -> None:
-        self._inner = HashEmbedder(dim=32)
-        self._lock = threading.Lock()
-        self.batches: list[list[str]] = []
-        self.fail_on = fail_on
-
-    @property
-    def dim(self) -> int:
-        return self._inner.dim
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    def embed_batch(self, texts: Sequence[str]) -> Vectors:
-        with self._lock:
-            self.batches.append(list(texts))
-        if self.fail_on is not None and self.fail_on in texts:
-            raise StoreUnavailable(f"the model cannot embed {self.fail_on!r}")
-        return self._inner.embed_batch(texts)
+from tests.embeddings.recording import RecordingEmbedder
 
 
 def texts_of(caller: int) -> list[str]:
@@ -56,7 +32,7 @@ def at_once(count: int, call: Callable[[int], Vectors]) -> list[Vectors | BaseEx
 
 
 def test_concurrent_callers_share_one_inner_call_and_get_their_own_rows():
-    inner = CountingEmbedder()
+    inner = RecordingEmbedder()
     # The first caller waits until all 8 callers' 24 texts are queued, then runs once.
     batching = BatchingEmbedder(inner, max_wait_ms=10_000, max_batch=24)
     results = at_once(8, lambda i: batching.embed_batch(texts_of(i)))
@@ -69,7 +45,7 @@ def test_concurrent_callers_share_one_inner_call_and_get_their_own_rows():
 
 
 def test_batches_never_exceed_max_batch_and_a_callers_rest_goes_in_the_next():
-    inner = CountingEmbedder()
+    inner = RecordingEmbedder()
     # 24 texts in batches of 8: some callers' 3 texts straddle two batches.
     batching = BatchingEmbedder(inner, max_wait_ms=10_000, max_batch=8)
     results = at_once(8, lambda i: batching.embed_batch(texts_of(i)))
@@ -81,7 +57,7 @@ def test_batches_never_exceed_max_batch_and_a_callers_rest_goes_in_the_next():
 
 
 def test_one_caller_with_more_than_max_batch_texts_is_split_in_order():
-    inner = CountingEmbedder()
+    inner = RecordingEmbedder()
     texts = [f"text {i}" for i in range(12)]
     vectors = BatchingEmbedder(inner, max_wait_ms=0, max_batch=5).embed_batch(texts)
     assert [len(b) for b in inner.batches] == [5, 5, 2]
@@ -110,7 +86,7 @@ def test_the_next_batch_runs_while_the_previous_one_is_still_running():
 
 
 def test_an_inner_error_reaches_every_caller_of_that_batch():
-    inner = CountingEmbedder(fail_on="boom")
+    inner = RecordingEmbedder(fail_on="boom")
     batching = BatchingEmbedder(inner, max_wait_ms=10_000, max_batch=2)
     results = at_once(2, lambda i: batching.embed_batch(["boom" if i == 0 else "fine"]))
     assert all(isinstance(r, StoreUnavailable) for r in results)
@@ -121,7 +97,7 @@ def test_an_inner_error_reaches_every_caller_of_that_batch():
 
 
 def test_a_failed_callers_queued_rest_is_not_embedded():
-    inner = CountingEmbedder(fail_on="boom")
+    inner = RecordingEmbedder(fail_on="boom")
     batching = BatchingEmbedder(inner, max_wait_ms=0, max_batch=2)
     with pytest.raises(StoreUnavailable, match="boom"):
         batching.embed_batch(["a", "boom", "c", "d"])
@@ -131,7 +107,7 @@ def test_a_failed_callers_queued_rest_is_not_embedded():
 
 
 def test_a_bad_item_fails_only_its_own_caller():
-    inner = CountingEmbedder()
+    inner = RecordingEmbedder()
     batching = BatchingEmbedder(inner, max_wait_ms=5, max_batch=64)
     bad: list[object] = ["fine", 3]
     results = at_once(2, lambda i: batching.embed_batch(bad if i == 0 else ["fine"]))  # type: ignore[arg-type]
@@ -141,7 +117,7 @@ def test_a_bad_item_fails_only_its_own_caller():
 
 
 def test_an_empty_batch_gives_zero_rows():
-    inner = CountingEmbedder()
+    inner = RecordingEmbedder()
     batching = BatchingEmbedder(inner)
     assert batching.embed_batch([]).shape == (0, 32)
     assert (batching.dim, batching.model_id) == (32, "hash:32")

@@ -1,40 +1,17 @@
 """CachedEmbedder: a text embedded once is served from the cache, least recently used out."""
 
-import threading
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
-from memstack.embeddings import CachedEmbedder, Embedder, HashEmbedder, Vectors
+from memstack.embeddings import CachedEmbedder, Embedder, HashEmbedder
 from memstack.errors import InvalidInput
-
-
-class RecordingEmbedder:
-    """A HashEmbedder that records every text it embeds."""
-
-    def __init__(self) -> None:
-        self._inner = HashEmbedder(dim=16)
-        self._lock = threading.Lock()
-        self.seen: list[str] = []
-
-    @property
-    def dim(self) -> int:
-        return self._inner.dim
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    def embed_batch(self, texts: Sequence[str]) -> Vectors:
-        with self._lock:
-            self.seen.extend(texts)
-        return self._inner.embed_batch(texts)
+from tests.embeddings.recording import RecordingEmbedder
 
 
 def test_a_repeated_text_is_not_embedded_again():
-    inner = RecordingEmbedder()
+    inner = RecordingEmbedder(dim=16)
     cached = CachedEmbedder(inner)
     first = cached.embed_batch(["alpha", "beta"])
     again = cached.embed_batch(["beta", "gamma", "alpha"])
@@ -46,26 +23,26 @@ def test_a_repeated_text_is_not_embedded_again():
 
 
 def test_duplicates_within_one_batch_are_embedded_once():
-    inner = RecordingEmbedder()
+    inner = RecordingEmbedder(dim=16)
     vectors = CachedEmbedder(inner).embed_batch(["x", "y", "x"])
     assert inner.seen == ["x", "y"]
     np.testing.assert_array_equal(vectors[0], vectors[2])
 
 
 def test_the_least_recently_used_text_is_evicted_beyond_max_entries():
-    inner = RecordingEmbedder()
+    inner = RecordingEmbedder(dim=16)
     cached = CachedEmbedder(inner, max_entries=2)
     cached.embed_batch(["a", "b"])
     cached.embed_batch(["a"])  # a is now more recent than b
     cached.embed_batch(["c"])  # evicts b
     assert len(cached) == 2
-    inner.seen.clear()
+    inner.batches.clear()
     cached.embed_batch(["a", "c", "b"])
     assert inner.seen == ["b"]
 
 
 def test_texts_longer_than_max_text_chars_are_not_cached():
-    inner = RecordingEmbedder()
+    inner = RecordingEmbedder(dim=16)
     cached = CachedEmbedder(inner, max_text_chars=5)
     cached.embed_batch(["short", "longer"])
     cached.embed_batch(["short", "longer"])
@@ -74,7 +51,7 @@ def test_texts_longer_than_max_text_chars_are_not_cached():
 
 
 def test_changing_a_result_does_not_change_the_cache():
-    cached = CachedEmbedder(RecordingEmbedder())
+    cached = CachedEmbedder(RecordingEmbedder(dim=16))
     vectors = cached.embed_batch(["alpha"])
     vectors[0, :] = 0
     np.testing.assert_array_equal(
@@ -83,7 +60,7 @@ def test_changing_a_result_does_not_change_the_cache():
 
 
 def test_threads_get_the_same_vectors_as_the_inner_embedder():
-    cached = CachedEmbedder(RecordingEmbedder(), max_entries=8)
+    cached = CachedEmbedder(RecordingEmbedder(dim=16), max_entries=8)
     texts = [f"text {i % 12}" for i in range(200)]
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda t: cached.embed_batch([t, "shared"]), texts))
@@ -94,14 +71,14 @@ def test_threads_get_the_same_vectors_as_the_inner_embedder():
 
 
 def test_same_space_as_the_inner_embedder_and_empty_input():
-    cached = CachedEmbedder(RecordingEmbedder())
+    cached = CachedEmbedder(RecordingEmbedder(dim=16))
     assert (cached.dim, cached.model_id) == (16, "hash:16")
     assert cached.embed_batch([]).shape == (0, 16)
     assert isinstance(cached, Embedder)
 
 
 def test_a_bad_item_is_named_and_nothing_is_cached():
-    inner = RecordingEmbedder()
+    inner = RecordingEmbedder(dim=16)
     cached = CachedEmbedder(inner)
     with pytest.raises(InvalidInput, match=r"texts\[1\]"):
         cached.embed_batch(["ok", None])  # type: ignore[list-item]

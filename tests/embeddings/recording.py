@@ -1,0 +1,40 @@
+"""RecordingEmbedder: a real embedder for tests that records every batch it is asked for."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from memstack.embeddings import HashEmbedder, Vectors
+from memstack.errors import StoreUnavailable
+
+
+class RecordingEmbedder:
+    """A HashEmbedder that records each batch, and fails a batch holding ``fail_on``."""
+
+    def __init__(self, *, dim: int = 32, fail_on: str | None = None) -> None:
+        self._inner = HashEmbedder(dim=dim)
+        self._lock = threading.Lock()
+        self.batches: list[list[str]] = []
+        self.fail_on = fail_on
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def seen(self) -> list[str]:
+        """Every text embedded, in order."""
+        with self._lock:
+            return [text for batch in self.batches for text in batch]
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        with self._lock:
+            self.batches.append(list(texts))
+        if self.fail_on is not None and self.fail_on in texts:
+            raise StoreUnavailable(f"the model cannot embed {self.fail_on!r}")
+        return self._inner.embed_batch(texts)
