@@ -192,15 +192,18 @@ class AnnIndex:
         vector = self._check_query(query)
         size = len(self._index)
         fetch = min(k, size)
+        exact = False
         while fetch:
-            matches = self._index.search(vector, fetch, threads=1)
+            matches = self._index.search(vector, fetch, threads=1, exact=exact)
             found = matches.keys.astype(np.int64)
             scores = np.clip(1.0 - matches.distances.astype(np.float64), -1.0, 1.0)
             if allowed is not None:
                 keep = np.asarray(allowed(found), dtype=np.bool_)
                 found, scores = found[keep], scores[keep]
-            if len(found) >= k or fetch >= size:
+            if len(found) >= k or exact:
                 return found[:k], scores[:k]
+            if fetch >= size:
+                exact = True  # the graph may not reach every row: scan them all, once
             fetch = min(size, fetch * _GROWTH)
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
 
