@@ -249,6 +249,15 @@ def test_namespaces_by_literal_prefix(store: RecordStore) -> None:
     assert store.namespaces("user:") == ["user:1", "user:2"]
 
 
+def test_namespaces_by_prefix_at_the_edges_of_the_code_point_range(store: RecordStore) -> None:
+    top = "\U0010ffff"
+    names = ["ab", "ab" + top, "ab" + top + "z", "ac", "a" + top, "a" + top + top, "b"]
+    store.upsert([rec("r", ns) for ns in names])
+    assert store.namespaces("ab") == ["ab", "ab" + top, "ab" + top + "z"]
+    assert store.namespaces("a" + top) == ["a" + top, "a" + top + top]
+    assert store.namespaces(top) == []
+
+
 def test_namespaces_may_use_different_embedding_sizes(store: RecordStore) -> None:
     store.upsert([rec("a", "small", embedding=[1, 2, 3]), rec("b", "big", embedding=[1] * 384)])
     assert ids([h.record for h in store.vector_search("small", [1, 2, 3], k=1)]) == ["a"]

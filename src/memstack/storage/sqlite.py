@@ -190,12 +190,17 @@ class SQLiteBackend:
             return index.search(words, k, None if wanted.include_expired else now, allowed)
 
     def namespaces(self, prefix: str, now: float) -> builtins.list[str]:
+        # Both bounds, so the namespace index is read only over the prefix's range (setup
+        # looks for legacy names on every open; with a lower bound alone that read every
+        # namespace after "ltm_").
+        above = _after_prefix(prefix)
+        bound = "" if above is None else " AND namespace < ?"
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT DISTINCT namespace FROM records"
-                " WHERE namespace >= ? AND substr(namespace, 1, ?) = ?"
-                " AND (expires_at IS NULL OR expires_at > ?) ORDER BY namespace",
-                (prefix, len(prefix), prefix, now),
+                f"SELECT DISTINCT namespace FROM records WHERE namespace >= ?{bound}"
+                " AND substr(namespace, 1, ?) = ? AND (expires_at IS NULL OR expires_at > ?)"
+                " ORDER BY namespace",
+                [prefix, *([] if above is None else [above]), len(prefix), prefix, now],
             ).fetchall()
         return [row[0] for row in rows]
 
@@ -320,6 +325,15 @@ def _translated(path: str) -> Iterator[None]:
                 f"the SQLite file {path!r} has no memstack schema; call store.setup() first."
             ) from exc
         raise StoreUnavailable(f"SQLite file {path!r} failed: {exc}") from exc
+
+
+def _after_prefix(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix`` (in code point
+    order, SQLite's BINARY order of UTF-8 text); None when there is none."""
+    for i in range(len(prefix) - 1, -1, -1):
+        if ord(prefix[i]) < 0x10FFFF:
+            return prefix[:i] + chr(ord(prefix[i]) + 1)
+    return None
 
 
 def _info(conn: sqlite3.Connection, namespace: str) -> NamespaceInfo | None:
