@@ -77,6 +77,7 @@ def test_a_cap_counts_and_evicts_unexpired_records_only(
         (Cap(namespace="ns", keep=-1), "cap.keep"),
         (Cap(namespace="ns", keep=1, half_life_days=0), "cap.half_life_days"),
         (Cap(namespace="", keep=1), "namespace"),
+        (Cap(namespace="ns", keep=1, recency_weight=float("nan")), "cap.recency_weight"),
     ],
 )
 def test_bad_caps_are_refused(store: RecordStore, cap: Cap, field: str) -> None:

@@ -92,11 +92,13 @@ def check_ids(ids: object, field: str = "ids") -> list[str]:
 
 def check_time(value: object, field: str) -> float:
     """Seconds since the epoch: a finite int or float."""
+    return check_number(value, field, "a finite number of seconds since the epoch")
+
+
+def check_number(value: object, field: str, what: str = "a finite number") -> float:
+    """A finite int or float (not a bool), as a float."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InvalidInput(
-            f"{field} must be a finite number of seconds since the epoch; got {value!r}.",
-            field=field,
-        )
+        raise InvalidInput(f"{field} must be {what}; got {value!r}.", field=field)
     return float(value)
 
 

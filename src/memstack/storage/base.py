@@ -302,16 +302,15 @@ def _checked_cap(cap: object) -> Cap:
     keep = cap.keep
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
         raise InvalidInput(f"cap.keep must be an int >= 0; got {keep!r}.", field="cap.keep")
-    for field in ("recency_weight", "importance_weight", "half_life_days"):
-        check.check_time(getattr(cap, field), f"cap.{field}")
-    if cap.half_life_days <= 0:
+    half_life = check.check_number(cap.half_life_days, "cap.half_life_days")
+    if half_life <= 0:
         raise InvalidInput("cap.half_life_days must be > 0.", field="cap.half_life_days")
     return Cap(
         namespace=_name(cap.namespace),
         keep=keep,
-        recency_weight=float(cap.recency_weight),
-        importance_weight=float(cap.importance_weight),
-        half_life_days=float(cap.half_life_days),
+        recency_weight=check.check_number(cap.recency_weight, "cap.recency_weight"),
+        importance_weight=check.check_number(cap.importance_weight, "cap.importance_weight"),
+        half_life_days=half_life,
         also_from=tuple(_name(ns) for ns in cap.also_from),
     )
 
