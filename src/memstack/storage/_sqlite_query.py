@@ -22,7 +22,6 @@ __all__ = [
     "UPSERT",
     "canonical_json",
     "decode_vector",
-    "has_conditions",
     "json_list",
     "record_from_row",
     "record_params",
@@ -90,14 +89,6 @@ def where(namespace: str, wanted: Filter, now: float | None) -> tuple[str, list[
         )
         params.extend([key, *extra])
     return " AND ".join(conds), params
-
-
-def has_conditions(wanted: Filter) -> bool:
-    """Whether ``wanted`` says more than which records have expired."""
-    return any(
-        v is not None
-        for v in (wanted.kinds, wanted.ids, wanted.created_after, wanted.created_before)
-    ) or bool(wanted.metadata)
 
 
 def _json_test(value: JSON) -> tuple[str, list[Any]]:

@@ -9,7 +9,7 @@ read-only float32 embeddings).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import get_args
 
@@ -282,19 +282,6 @@ def check_batch(records: object) -> Batch:
                     field=field,
                 )
     return Batch(records=list(latest.values()), dims=dims)
-
-
-def check_stored_dims(batch: Batch, stored_dim: Callable[[str], int | None]) -> None:
-    """Reject a batch whose embeddings differ in size from those already in a namespace."""
-    for namespace, (dim, field) in batch.dims.items():
-        stored = stored_dim(namespace)
-        if stored is not None and stored != dim:
-            raise InvalidInput(
-                f"{field} has {dim} dimensions but namespace {namespace!r} holds "
-                f"{stored}-dimension embeddings; embed with the same model, "
-                "or delete the namespace's embedded records first.",
-                field=field,
-            )
 
 
 def check_query_dim(query: Vector, stored: int | None) -> None:

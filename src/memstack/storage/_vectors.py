@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from memstack.storage.types import Vector
-
-__all__ = ["cosine_scores", "normalized", "top_k"]
+__all__ = ["normalized", "top_k"]
 
 
 def normalized(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -16,12 +14,6 @@ def normalized(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     out: npt.NDArray[np.float32] = np.zeros_like(matrix)
     np.divide(matrix, norms, out=out, where=norms > 0)
     return out
-
-
-def cosine_scores(unit_rows: npt.NDArray[np.float32], vector: Vector) -> npt.NDArray[np.float64]:
-    """Cosine of each unit row with ``vector``, clipped to [-1, 1]."""
-    scores = unit_rows @ normalized(vector)
-    return np.clip(scores.astype(np.float64), -1.0, 1.0)
 
 
 def top_k(scores: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.intp]:

@@ -123,12 +123,12 @@ class InMemoryBackend:
                 return []
             vectors = space.vectors
             allowed = None if wanted.include_expired else vectors.live(now)
-            if _narrows(wanted):
+            if wanted.narrows:
                 keep = vectors.where_keys(
                     [i for i in vectors.live_keys() if _matches(space.records[i], wanted, now)]
                 )
                 allowed = keep if allowed is None else allowed & keep
-            return vectors.search(query, k, allowed, exact=_narrows(wanted))
+            return vectors.search(query, k, allowed, exact=wanted.narrows)
 
     def nearest(
         self, namespace: str, queries: Matrix, now: float
@@ -147,7 +147,7 @@ class InMemoryBackend:
             if space is None:
                 return []
             allowed = None
-            if _narrows(wanted):
+            if wanted.narrows:
                 allowed = [i for i, r in space.records.items() if _matches(r, wanted, now)]
             at = None if wanted.include_expired else now
             return space.words.search(words, k, at, allowed)
@@ -262,13 +262,6 @@ class InMemoryRecordStore(RecordStore):
         if not url.startswith("memory://"):
             raise ConfigError(f"not a memory:// URL: {url!r}.")
         return cls(clock=clock)
-
-
-def _narrows(wanted: Filter) -> bool:
-    return any(
-        v is not None
-        for v in (wanted.kinds, wanted.ids, wanted.created_after, wanted.created_before)
-    ) or bool(wanted.metadata)
 
 
 def _matches(record: Record, wanted: Filter, now: float) -> bool:

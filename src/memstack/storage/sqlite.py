@@ -167,10 +167,10 @@ class SQLiteBackend:
             if vectors is None:
                 return []
             allowed = None if wanted.include_expired else vectors.live(now)
-            if q.has_conditions(wanted):
+            if wanted.narrows:
                 keep = vectors.where_keys(_filtered_ids(conn, namespace, wanted))
                 allowed = keep if allowed is None else allowed & keep
-            return vectors.search(query, k, allowed, exact=q.has_conditions(wanted))
+            return vectors.search(query, k, allowed, exact=wanted.narrows)
 
     def nearest(self, namespace: str, queries: Matrix, now: float) -> builtins.list[Ranked | None]:
         with self._read() as conn:
@@ -185,7 +185,7 @@ class SQLiteBackend:
         with self._read() as conn:
             index = self._cache.words(conn, namespace)
             allowed = None
-            if q.has_conditions(wanted):
+            if wanted.narrows:
                 allowed = _filtered_ids(conn, namespace, wanted, embedded=False)
             return index.search(words, k, None if wanted.include_expired else now, allowed)
 

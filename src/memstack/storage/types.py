@@ -74,3 +74,11 @@ class Filter:
     created_before: float | None = None
     ids: tuple[str, ...] | None = None
     include_expired: bool = False
+
+    @property
+    def narrows(self) -> bool:
+        """Whether the filter says more than which records have expired (a search with
+        such a filter keeps some rows only, so it scans exactly)."""
+        return any(
+            v is not None for v in (self.kinds, self.ids, self.created_after, self.created_before)
+        ) or bool(self.metadata)
