@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from memstack import __version__
 from memstack.server.errors import BodyLimit, install_error_handlers
 from memstack.server.routes import api_routes, health_route
-from memstack.server.services import Services, open_services
+from memstack.server.services import Services, services_from_settings
 from memstack.server.settings import ServerSettings
 
 __all__ = ["create_app", "create_app_from_env"]
@@ -56,13 +56,7 @@ def create_app_from_env(env: Mapping[str, str] | None = None) -> FastAPI:
     starts the workers. Each loads its embedding model before taking requests.
     """
     settings = ServerSettings.from_env(os.environ if env is None else env)
-    services = open_services(
-        store_url=settings.store_url,
-        redis_url=settings.redis_url,
-        embedding_settings=settings.embedding,
-        stm_max_entries=settings.stm_max_entries,
-        ltm_max_entries=settings.ltm_max_entries,
-    )
+    services = services_from_settings(settings)
     try:
         services.embedder.embed_batch(["warm up"])
     except BaseException:

@@ -80,16 +80,10 @@ def serve(
 
 
 def _open_services(settings: ServerSettings) -> Services:
-    from memstack.server.services import open_services
+    from memstack.server.services import services_from_settings
 
     try:
-        return open_services(
-            store_url=settings.store_url,
-            redis_url=settings.redis_url,
-            embedding_settings=settings.embedding,
-            stm_max_entries=settings.stm_max_entries,
-            ltm_max_entries=settings.ltm_max_entries,
-        )
+        return services_from_settings(settings)
     except MemstackError as exc:
         raise click.ClickException(str(exc)) from exc
 

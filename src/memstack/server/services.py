@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import BatchingEmbedder, CachedEmbedder, Embedder, resolve_embedder
@@ -12,7 +13,10 @@ from memstack.store.knowledge import KnowledgeBase
 from memstack.store.service import MemoryStore
 from memstack.store.stm import InProcessTier, ShortTermTier
 
-__all__ = ["Services", "open_records", "open_services"]
+if TYPE_CHECKING:
+    from memstack.server.settings import ServerSettings
+
+__all__ = ["Services", "open_records", "open_services", "services_from_settings"]
 
 
 @dataclass(kw_only=True)
@@ -81,4 +85,15 @@ def open_services(
         ),
         knowledge=KnowledgeBase(records=records, embedder=embedder, clock=clock),
         keys=ApiKeys(records, clock=clock),
+    )
+
+
+def services_from_settings(settings: ServerSettings) -> Services:
+    """The services ``memstack serve`` (and each of its workers) runs on."""
+    return open_services(
+        store_url=settings.store_url,
+        redis_url=settings.redis_url,
+        embedding_settings=settings.embedding,
+        stm_max_entries=settings.stm_max_entries,
+        ltm_max_entries=settings.ltm_max_entries,
     )
