@@ -6,8 +6,9 @@ import asyncio
 import contextlib
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
@@ -16,6 +17,19 @@ if TYPE_CHECKING:
     from memstack.bench.serverbench import LoadOptions
 
 DEFAULT_LOCOMO = Path("../shared/bench/locomo/locomo-dev.json")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _locomo_data(help: str) -> Callable[[_F], _F]:
+    """The ``--data`` option of the commands that read LoCoMo."""
+    return click.option(
+        "--data",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=DEFAULT_LOCOMO,
+        show_default=True,
+        envvar="MEMSTACK_LOCOMO_DATA",
+        help=help,
+    )
 
 
 @click.group()
@@ -24,14 +38,7 @@ def bench() -> None:
 
 
 @bench.command("locomo")
-@click.option(
-    "--data",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=DEFAULT_LOCOMO,
-    show_default=True,
-    envvar="MEMSTACK_LOCOMO_DATA",
-    help="Any JSON file of the LoCoMo schema.",
-)
+@_locomo_data("Any JSON file of the LoCoMo schema.")
 @click.option(
     "--store",
     "store_kind",
@@ -287,14 +294,7 @@ _INGEST_FIELDS = (
     show_default=True,
     help="LoCoMo dialogue turns, short templated sentences, or both.",
 )
-@click.option(
-    "--data",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=DEFAULT_LOCOMO,
-    show_default=True,
-    envvar="MEMSTACK_LOCOMO_DATA",
-    help="The LoCoMo file the turns come from.",
-)
+@_locomo_data("The LoCoMo file the turns come from.")
 @click.option("--n", "n", type=click.IntRange(min=1), default=1000, show_default=True)
 @click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True)
 @_embedder_option
