@@ -204,6 +204,9 @@ def _session_options(ort: Any, threads: int) -> Any:
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     options.log_severity_level = 3  # onnxruntime's own warnings go nowhere useful
+    # No CPU arena: it kept a large batch's working memory for good (a 200 kB knowledge
+    # document grew a server by 1.7 GB); without it, as fast on this machine (measured).
+    options.enable_cpu_mem_arena = False
     return options
 
 

@@ -1,7 +1,9 @@
 """One place where errors become HTTP responses, and the request-size guard.
 
-Every error body is ``{"error": {"code", "message", "field"}}``; a bad request never
-reaches the services, so it never changes stored data.
+Every error body is ``{"error": {"code", "message", "field"}}`` (``ErrorResponse``); a
+bad request never reaches the services, so it never changes stored data. Routes declare
+which of these statuses they answer with ``error_responses``, so ``/openapi.json`` lists
+them with the real body.
 """
 
 from __future__ import annotations
@@ -16,9 +18,73 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstack.errors import ConfigError, InvalidInput, NotFound, StoreUnavailable
+from memstack.server.schemas import ErrorResponse
 from memstack.store.principal import Forbidden
 
-__all__ = ["BodyLimit", "error_response", "install_error_handlers"]
+__all__ = ["BodyLimit", "error_response", "error_responses", "install_error_handlers"]
+
+_NOT_JSON = "the request body is not valid JSON; send a JSON object."
+_EMPTY = "the request body is empty; send a JSON object."
+_NOT_JSON_TYPE = (
+    "the request body was not read as JSON; send a JSON object with Content-Type: application/json."
+)
+
+# status: (code, when it is answered, an example message, the example's field)
+_DOCUMENTED: dict[int, tuple[str, str, str, str | None]] = {
+    400: ("malformed_json", "The body is not a JSON document.", _NOT_JSON, "body"),
+    401: (
+        "unauthorized",
+        "No API key, or a revoked one.",
+        "missing Bearer token: send the header `Authorization: Bearer <api key>`.",
+        None,
+    ),
+    403: (
+        "forbidden",
+        "The API key is limited to other agents.",
+        "this API key may not act for agent 'billing'; it is limited to support-bot.",
+        "agent_id",
+    ),
+    404: ("not_found", "No such memory or document for this tenant.", "no memory 'x'.", "id"),
+    405: (
+        "method_not_allowed",
+        "The path does not answer this method.",
+        "Method Not Allowed",
+        None,
+    ),
+    413: (
+        "too_large",
+        "The body is over the server's limit.",
+        "the request body is over 1048576 bytes; send less.",
+        "body",
+    ),
+    422: (
+        "invalid_input",
+        "A field is invalid; the message names it and the fix.",
+        "limit: Input should be less than or equal to 100",
+        "limit",
+    ),
+    503: (
+        "unavailable",
+        "A backing store (database, Redis) is unreachable.",
+        "a backing store is unavailable: ...",
+        None,
+    ),
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for ``statuses``, each with the error body and an example."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        code, when, message, field = _DOCUMENTED[status]
+        example = {"error": {"code": code, "message": message, "field": field}}
+        out[status] = {
+            "model": ErrorResponse,
+            "description": f"`{code}`: {when}",
+            "content": {"application/json": {"example": example}},
+        }
+    return out
+
 
 _log = logging.getLogger("memstack.server")
 
@@ -35,14 +101,9 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
-        first = errors[0] if errors else {}
-        if first.get("type") == "json_invalid":
-            return error_response(
-                400,
-                "malformed_json",
-                "the request body is not valid JSON; send a JSON object.",
-                "body",
-            )
+        unparsed = _unparsed_body(errors[0] if errors else {})
+        if unparsed is not None:
+            return error_response(400, "malformed_json", unparsed, "body")
         details = [
             {"field": _field(e.get("loc", ())), "message": str(e.get("msg", ""))} for e in errors
         ]
@@ -74,10 +135,25 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # the body could not be decoded at all
+            return error_response(400, "malformed_json", _NOT_JSON, "body")
         code = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}.get(
             exc.status_code, "http_error"
         )
         return error_response(exc.status_code, code, str(exc.detail))
+
+
+def _unparsed_body(error: Any) -> str | None:
+    """The message for a body that was not a JSON document, or None for any other error."""
+    if error.get("type") == "json_invalid":
+        return _NOT_JSON
+    if tuple(error.get("loc", ())) != ("body",):
+        return None
+    if error.get("type") == "missing":
+        return _EMPTY
+    if isinstance(error.get("input"), bytes | str):
+        return _NOT_JSON_TYPE
+    return None
 
 
 def _field(loc: Any) -> str:

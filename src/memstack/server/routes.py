@@ -1,33 +1,57 @@
 """The REST routes: thin adapters from HTTP to the memory service and knowledge base.
 
+Each route declares its response model and every error status it can answer
+(``error_responses``), so ``/openapi.json`` says what the server really does.
+
 No ``from __future__ import annotations`` here: FastAPI reads the route signatures,
 whose ``Caller`` dependency is built per app inside the router functions."""
 
+import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 
+from memstack.errors import StoreUnavailable
 from memstack.server.auth import bearer_principal
+from memstack.server.errors import error_responses
 from memstack.server.schemas import (
+    ID_RULE,
+    ContextOut,
+    Deleted,
+    DocumentOut,
+    DocumentPage,
+    DocumentSummary,
+    Health,
     KnowledgeCreate,
+    KnowledgeResults,
     KnowledgeSearch,
     MemoryCreate,
+    MemoryOut,
+    MemoryPageOut,
     MemoryUpdate,
     ScopeName,
     SearchRequest,
+    SearchResults,
     document_out,
+    document_summary,
     hit_out,
     knowledge_hit_out,
     memory_out,
 )
 from memstack.server.services import Services
+from memstack.store import knowledge as kb
 from memstack.store.knowledge import render_knowledge
 from memstack.store.principal import Principal
 from memstack.store.render import render_memories
+from memstack.store.service import MAX_LIST_LIMIT, MAX_LIST_OFFSET
 
 __all__ = ["api_routes", "health_route"]
 
-IdParam = Annotated[str, Query(min_length=1, max_length=128)]
+IdParam = Annotated[str, Query(min_length=1, max_length=128, description=ID_RULE)]
+
+# Every /api route: no key (401), a store down (503), the wrong method on its path (405).
+_ALWAYS = (401, 405, 503)
+_BODY = (400, 413, 422)  # a route that reads a JSON body
 
 
 def api_routes(services: Services) -> APIRouter:
@@ -39,12 +63,12 @@ def api_routes(services: Services) -> APIRouter:
 
 
 def _memory_routes(services: Services) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(tags=["memories"])
     Caller = Annotated[Principal, Depends(bearer_principal(services.keys))]
     memories, knowledge = services.memories, services.knowledge
 
-    @router.post("/memories", status_code=201, tags=["memories"])
-    async def store_memory(body: MemoryCreate, caller: Caller) -> dict[str, Any]:
+    @router.post("/memories", status_code=201, responses=error_responses(*_ALWAYS, *_BODY, 403))
+    async def store_memory(body: MemoryCreate, caller: Caller) -> MemoryOut:
         """Store a memory; the same (agent_id, scope, key) again updates it."""
         memory = await memories.store(
             caller,
@@ -58,16 +82,16 @@ def _memory_routes(services: Services) -> APIRouter:
         )
         return memory_out(memory)
 
-    @router.get("/memories", tags=["memories"])
+    @router.get("/memories", responses=error_responses(*_ALWAYS, 403, 422))
     async def list_memories(
         caller: Caller,
         agent_id: IdParam | None = None,
         scope: ScopeName | None = None,
         session_id: IdParam | None = None,
         key: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
-        limit: Annotated[int, Query(ge=1, le=500)] = 50,
-        offset: Annotated[int, Query(ge=0)] = 0,
-    ) -> dict[str, Any]:
+        limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
+        offset: Annotated[int, Query(ge=0, le=MAX_LIST_OFFSET)] = 0,
+    ) -> MemoryPageOut:
         """A page of memories, newest first."""
         page = await memories.list(
             caller,
@@ -78,15 +102,15 @@ def _memory_routes(services: Services) -> APIRouter:
             limit=limit,
             offset=offset,
         )
-        return {
-            "memories": [memory_out(m) for m in page.memories],
-            "total": page.total,
-            "limit": page.limit,
-            "offset": page.offset,
-        }
+        return MemoryPageOut(
+            memories=[memory_out(m) for m in page.memories],
+            total=page.total,
+            limit=page.limit,
+            offset=page.offset,
+        )
 
-    @router.post("/memories/search", tags=["memories"])
-    async def search_memories(body: SearchRequest, caller: Caller) -> dict[str, Any]:
+    @router.post("/memories/search", responses=error_responses(*_ALWAYS, *_BODY, 403))
+    async def search_memories(body: SearchRequest, caller: Caller) -> SearchResults:
         """Full-text, semantic or hybrid (default) search."""
         hits = await memories.search(
             caller,
@@ -98,88 +122,85 @@ def _memory_routes(services: Services) -> APIRouter:
             mode=body.mode,
             limit=body.limit,
         )
-        return {"results": [hit_out(h) for h in hits]}
+        return SearchResults(results=[hit_out(h) for h in hits])
 
-    @router.get("/memories/{memory_id}", tags=["memories"])
-    async def get_memory(memory_id: str, caller: Caller) -> dict[str, Any]:
+    @router.get("/memories/{memory_id}", responses=error_responses(*_ALWAYS, 404))
+    async def get_memory(memory_id: str, caller: Caller) -> MemoryOut:
         return memory_out(await memories.get(caller, memory_id))
 
-    @router.put("/memories/{memory_id}", tags=["memories"])
-    async def update_memory(memory_id: str, body: MemoryUpdate, caller: Caller) -> dict[str, Any]:
+    @router.put("/memories/{memory_id}", responses=error_responses(*_ALWAYS, *_BODY, 404))
+    async def update_memory(memory_id: str, body: MemoryUpdate, caller: Caller) -> MemoryOut:
         """Change value, metadata or TTL (``"ttl": null`` removes it) in every tier."""
         changes: dict[str, Any] = {"value": body.value, "metadata": body.metadata}
         if "ttl" in body.model_fields_set:
             changes["ttl"] = body.ttl
         return memory_out(await memories.update(caller, memory_id, **changes))
 
-    @router.delete("/memories/{memory_id}", tags=["memories"])
-    async def delete_memory(memory_id: str, caller: Caller) -> dict[str, Any]:
+    @router.delete("/memories/{memory_id}", responses=error_responses(*_ALWAYS, 404))
+    async def delete_memory(memory_id: str, caller: Caller) -> Deleted:
         removed = await memories.delete(caller, memory_id)
-        return {"deleted": True, "id": removed.id}
+        return Deleted(deleted=True, id=removed.id)
 
-    @router.get("/context", tags=["memories"])
+    @router.get("/context", responses=error_responses(*_ALWAYS, 403, 422))
     async def context(
         caller: Caller,
         agent_id: IdParam,
         session_id: IdParam | None = None,
         query: Annotated[str | None, Query(min_length=1, max_length=4000)] = None,
         budget: Annotated[int, Query(ge=200, le=200_000)] = 8_000,
-    ) -> dict[str, Any]:
+    ) -> ContextOut:
         """What to inject before the agent runs: the ``<memories>`` block and, for a
         query, the ``<knowledge>`` block."""
         found = await memories.context(caller, agent_id=agent_id, session_id=session_id)
         memories_block = render_memories(found, budget_chars=budget)
         hits = await knowledge.search(caller, query, limit=5) if query else []
         knowledge_block = render_knowledge(hits, budget_chars=max(200, budget // 2))
-        return {
-            "memories": [memory_out(m) for m in found],
-            "memories_block": memories_block,
-            "knowledge_block": knowledge_block,
-            "prompt": "\n\n".join(b for b in (memories_block, knowledge_block) if b),
-        }
+        return ContextOut(
+            memories=[memory_out(m) for m in found],
+            memories_block=memories_block,
+            knowledge_block=knowledge_block,
+            prompt="\n\n".join(b for b in (memories_block, knowledge_block) if b),
+        )
 
     return router
 
 
 def _knowledge_routes(services: Services) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(tags=["knowledge"])
     Caller = Annotated[Principal, Depends(bearer_principal(services.keys))]
     knowledge = services.knowledge
 
-    @router.post("/knowledge", status_code=201, tags=["knowledge"])
-    async def add_document(body: KnowledgeCreate, caller: Caller) -> dict[str, Any]:
+    @router.post("/knowledge", status_code=201, responses=error_responses(*_ALWAYS, *_BODY))
+    async def add_document(body: KnowledgeCreate, caller: Caller) -> DocumentSummary:
         doc = await knowledge.add(
             caller, title=body.title, text=body.text, tags=body.tags, source=body.source
         )
-        return document_out(doc, with_text=False)
+        return document_summary(doc)
 
-    @router.get("/knowledge", tags=["knowledge"])
+    @router.get("/knowledge", responses=error_responses(*_ALWAYS, 422))
     async def list_documents(
         caller: Caller,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
-        offset: Annotated[int, Query(ge=0)] = 0,
-    ) -> dict[str, Any]:
+        offset: Annotated[int, Query(ge=0, le=kb.MAX_LIST_OFFSET)] = 0,
+    ) -> DocumentPage:
         docs, total = await knowledge.list(caller, limit=limit, offset=offset)
-        return {
-            "documents": [document_out(d, with_text=False) for d in docs],
-            "total": total,
-            "limit": limit,
-            "offset": offset,
-        }
+        return DocumentPage(
+            documents=[document_summary(d) for d in docs], total=total, limit=limit, offset=offset
+        )
 
-    @router.post("/knowledge/search", tags=["knowledge"])
-    async def search_documents(body: KnowledgeSearch, caller: Caller) -> dict[str, Any]:
+    @router.post("/knowledge/search", responses=error_responses(*_ALWAYS, *_BODY))
+    async def search_documents(body: KnowledgeSearch, caller: Caller) -> KnowledgeResults:
         hits = await knowledge.search(caller, body.query, limit=body.limit)
-        return {"results": [knowledge_hit_out(h) for h in hits]}
+        return KnowledgeResults(results=[knowledge_hit_out(h) for h in hits])
 
-    @router.get("/knowledge/{document_id}", tags=["knowledge"])
-    async def get_document(document_id: str, caller: Caller) -> dict[str, Any]:
+    @router.get("/knowledge/{document_id}", responses=error_responses(*_ALWAYS, 404))
+    async def get_document(document_id: str, caller: Caller) -> DocumentOut:
         return document_out(await knowledge.get(caller, document_id))
 
-    @router.delete("/knowledge/{document_id}", tags=["knowledge"])
-    async def delete_document(document_id: str, caller: Caller) -> dict[str, Any]:
+    @router.delete("/knowledge/{document_id}", responses=error_responses(*_ALWAYS, 404))
+    async def delete_document(document_id: str, caller: Caller) -> Deleted:
         removed = await knowledge.delete(caller, document_id)
-        return {"deleted": True, "id": removed.id}
+        return Deleted(deleted=True, id=removed.id)
 
     return router
 
@@ -187,18 +208,13 @@ def _knowledge_routes(services: Services) -> APIRouter:
 def health_route(services: Services) -> APIRouter:
     router = APIRouter()
 
-    @router.get("/healthz", tags=["health"])
-    async def healthz(request: Request) -> dict[str, Any]:
+    @router.get("/healthz", tags=["health"], responses=error_responses(405))
+    async def healthz() -> Health:
         """Liveness and the state of both tiers (no authentication)."""
-        import asyncio
-
-        from memstack.errors import StoreUnavailable
-
-        short = "ok"
         try:
             await asyncio.to_thread(services.short_term.ping)
         except StoreUnavailable:
-            short = "unavailable"
-        return {"status": "ok", "short_term": short}
+            return Health(status="ok", short_term="unavailable")
+        return Health(status="ok", short_term="ok")
 
     return router

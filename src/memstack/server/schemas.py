@@ -1,18 +1,48 @@
-"""Request and response bodies of the REST API (pydantic at the edge only)."""
+"""Request and response bodies of the REST API (pydantic at the edge only).
+
+The response models are what ``/openapi.json`` promises; the ``*_out`` functions build
+them from the domain values, so the JSON field names live here once.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+)
 
-from memstack.store.knowledge import Document, KnowledgeHit
+from memstack.store.knowledge import (
+    CHUNK_CHARS,
+    MAX_DOCUMENT_CHARS,
+    MAX_PASSAGES,
+    Document,
+    KnowledgeHit,
+)
 from memstack.store.service import SearchHit
 from memstack.store.types import MAX_KEY_CHARS, MAX_VALUE_CHARS, Memory
 
 ScopeName = Literal["session", "agent", "global"]
 Ttl = StrictStr | StrictInt | StrictFloat | None
+ID_RULE = "1-128 characters: a letter or digit (any script), then letters, digits and _ . : @ / -"
+
+
+def _whole(value: object) -> object:
+    """``10.0`` is the integer 10, as JSON Schema says; ``10.5`` stays a float and fails."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WholeNumber = Annotated[StrictInt, BeforeValidator(_whole)]
+"""A JSON integer: ``10`` or ``10.0``; never ``"10"``, ``true`` or ``10.5``."""
 
 
 class _Body(BaseModel):
@@ -20,11 +50,26 @@ class _Body(BaseModel):
 
 
 class MemoryCreate(_Body):
-    agent_id: StrictStr = Field(min_length=1, max_length=128)
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "agent_id": "support-bot",
+                    "key": "preferred_language",
+                    "value": "The user prefers answers in French.",
+                    "scope": "agent",
+                    "ttl": 86400,
+                }
+            ]
+        }
+    )
+    agent_id: StrictStr = Field(min_length=1, max_length=128, description=ID_RULE)
     key: StrictStr = Field(min_length=1, max_length=MAX_KEY_CHARS)
     value: StrictStr = Field(min_length=1, max_length=MAX_VALUE_CHARS)
     scope: ScopeName = "agent"
-    session_id: StrictStr | None = Field(default=None, min_length=1, max_length=128)
+    session_id: StrictStr | None = Field(
+        default=None, min_length=1, max_length=128, description=ID_RULE
+    )
     metadata: dict[str, Any] | None = None
     ttl: Ttl = Field(
         default=None,
@@ -39,77 +84,232 @@ class MemoryUpdate(_Body):
 
 
 class SearchRequest(_Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"query": "which language?", "agent_id": "support-bot", "limit": 5}]
+        }
+    )
     query: StrictStr = Field(min_length=1, max_length=MAX_VALUE_CHARS)
-    agent_id: StrictStr | None = Field(default=None, min_length=1, max_length=128)
+    agent_id: StrictStr | None = Field(
+        default=None, min_length=1, max_length=128, description=ID_RULE
+    )
     scope: ScopeName | None = None
-    session_id: StrictStr | None = Field(default=None, min_length=1, max_length=128)
+    session_id: StrictStr | None = Field(
+        default=None, min_length=1, max_length=128, description=ID_RULE
+    )
     key: StrictStr | None = Field(default=None, min_length=1, max_length=MAX_KEY_CHARS)
     mode: Literal["hybrid", "text", "semantic"] = "hybrid"
-    limit: StrictInt = Field(default=10, ge=1, le=100)
+    limit: WholeNumber = Field(default=10, ge=1, le=100)
 
 
 class KnowledgeCreate(_Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "title": "Refund policy",
+                    "text": "Refunds are paid within 14 days of the return arriving.",
+                    "tags": ["policy"],
+                }
+            ]
+        }
+    )
     title: StrictStr = Field(min_length=1, max_length=300)
-    text: StrictStr = Field(min_length=1, max_length=200_000)
+    text: StrictStr = Field(
+        min_length=1,
+        max_length=MAX_DOCUMENT_CHARS,
+        description=(
+            f"Split into passages of about {CHUNK_CHARS} characters; a text of more than "
+            f"{MAX_PASSAGES} passages (about 100 kB of prose) is refused with 422."
+        ),
+    )
     tags: list[StrictStr] | None = Field(default=None, max_length=20)
     source: StrictStr | None = Field(default=None, max_length=2_000)
 
 
 class KnowledgeSearch(_Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"query": "refunds", "limit": 3}]})
     query: StrictStr = Field(min_length=1, max_length=4_000)
-    limit: StrictInt = Field(default=5, ge=1, le=50)
+    limit: WholeNumber = Field(default=5, ge=1, le=50)
 
 
-def iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
+ErrorCode = Literal[
+    "malformed_json",
+    "invalid_input",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "method_not_allowed",
+    "too_large",
+    "unavailable",
+    "config_error",
+    "http_error",
+]
+
+
+class FieldError(BaseModel):
+    field: str
+    message: str
+
+
+class ErrorInfo(BaseModel):
+    code: ErrorCode
+    message: str = Field(description="What went wrong and how to fix the request.")
+    field: str | None = Field(description="The request field at fault, when one is.")
+    details: list[FieldError] | None = Field(
+        default=None, description="Every field at fault (validation errors only)."
+    )
+
+
+class ErrorResponse(BaseModel):
+    """Every error the server answers: ``{"error": {"code", "message", "field"}}``."""
+
+    error: ErrorInfo
+
+
+class MemoryOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "mem_3f1c0b5e9a7d4c2e8b6a1d0f9e8c7b6a",
+                    "agent_id": "support-bot",
+                    "scope": "agent",
+                    "key": "preferred_language",
+                    "value": "The user prefers answers in French.",
+                    "session_id": None,
+                    "metadata": {},
+                    "expires_at": "2026-01-02T09:30:00.000Z",
+                    "created_at": "2026-01-01T09:30:00.000Z",
+                    "updated_at": "2026-01-01T09:30:00.000Z",
+                }
+            ]
+        }
+    )
+    id: str
+    agent_id: str
+    scope: ScopeName
+    key: str
+    value: str
+    session_id: str | None
+    metadata: dict[str, Any]
+    expires_at: str | None = Field(description="ISO 8601 UTC; null: no TTL.")
+    created_at: str
+    updated_at: str
+
+
+class MemoryPageOut(BaseModel):
+    memories: list[MemoryOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class SearchHitOut(BaseModel):
+    memory: MemoryOut
+    score: float
+    similarity: float
+    keyword: float
+
+
+class SearchResults(BaseModel):
+    results: list[SearchHitOut]
+
+
+class Deleted(BaseModel):
+    deleted: bool
+    id: str
+
+
+class ContextOut(BaseModel):
+    memories: list[MemoryOut]
+    memories_block: str = Field(description="The <memories> block; empty when none.")
+    knowledge_block: str = Field(description="The <knowledge> block; empty when none.")
+    prompt: str = Field(description="Both blocks, ready to inject before the agent runs.")
+
+
+class DocumentSummary(BaseModel):
+    id: str
+    title: str
+    tags: list[str]
+    source: str | None
+    created_at: str
+    chars: int
+
+
+class DocumentOut(DocumentSummary):
+    text: str
+
+
+class DocumentPage(BaseModel):
+    documents: list[DocumentSummary]
+    total: int
+    limit: int
+    offset: int
+
+
+class KnowledgeHitOut(BaseModel):
+    document_id: str
+    title: str
+    passage: str
+    score: float
+
+
+class KnowledgeResults(BaseModel):
+    results: list[KnowledgeHitOut]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    short_term: Literal["ok", "unavailable"]
+
+
+def iso(ts: float) -> str:
     return (
         datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     )
 
 
-def memory_out(memory: Memory) -> dict[str, Any]:
-    return {
-        "id": memory.id,
-        "agent_id": memory.agent_id,
-        "scope": memory.scope,
-        "key": memory.key,
-        "value": memory.value,
-        "session_id": memory.session_id,
-        "metadata": memory.metadata,
-        "expires_at": iso(memory.expires_at),
-        "created_at": iso(memory.created_at),
-        "updated_at": iso(memory.updated_at),
-    }
+def memory_out(memory: Memory) -> MemoryOut:
+    return MemoryOut(
+        id=memory.id,
+        agent_id=memory.agent_id,
+        scope=memory.scope,
+        key=memory.key,
+        value=memory.value,
+        session_id=memory.session_id,
+        metadata=memory.metadata,
+        expires_at=None if memory.expires_at is None else iso(memory.expires_at),
+        created_at=iso(memory.created_at),
+        updated_at=iso(memory.updated_at),
+    )
 
 
-def hit_out(hit: SearchHit) -> dict[str, Any]:
-    return {
-        "memory": memory_out(hit.memory),
-        "score": hit.score,
-        "similarity": hit.similarity,
-        "keyword": hit.keyword,
-    }
+def hit_out(hit: SearchHit) -> SearchHitOut:
+    return SearchHitOut(
+        memory=memory_out(hit.memory),
+        score=hit.score,
+        similarity=hit.similarity,
+        keyword=hit.keyword,
+    )
 
 
-def document_out(doc: Document, *, with_text: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": doc.id,
-        "title": doc.title,
-        "tags": list(doc.tags),
-        "source": doc.source,
-        "created_at": iso(doc.created_at),
-        "chars": len(doc.text),
-    }
-    if with_text:
-        out["text"] = doc.text
-    return out
+def document_summary(doc: Document) -> DocumentSummary:
+    return DocumentSummary(
+        id=doc.id,
+        title=doc.title,
+        tags=list(doc.tags),
+        source=doc.source,
+        created_at=iso(doc.created_at),
+        chars=len(doc.text),
+    )
 
 
-def knowledge_hit_out(hit: KnowledgeHit) -> dict[str, Any]:
-    return {
-        "document_id": hit.document_id,
-        "title": hit.title,
-        "passage": hit.passage,
-        "score": hit.score,
-    }
+def document_out(doc: Document) -> DocumentOut:
+    return DocumentOut(**document_summary(doc).model_dump(), text=doc.text)
+
+
+def knowledge_hit_out(hit: KnowledgeHit) -> KnowledgeHitOut:
+    return KnowledgeHitOut(
+        document_id=hit.document_id, title=hit.title, passage=hit.passage, score=hit.score
+    )

@@ -4,6 +4,11 @@ memories (spec 004 "Integration with Knowledge"). Kept simple: add, list, get, d
 A document is kept whole in ``kb/<tenant>/docs`` and split into passages of about
 ``CHUNK_CHARS`` characters in ``kb/<tenant>/chunks``, each embedded, so search finds the
 relevant part of a long document.
+
+The work one document costs is bounded: at most ``MAX_PASSAGES`` passages (a longer
+document is refused, naming ``text`` and the limit), embedded ``EMBED_BATCH`` at a time so
+other requests' embeddings run between the batches and the model's working memory stays
+that of one small batch.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput, NotFound
 from memstack.longterm.secrets import secret_kind
-from memstack.storage import Filter, Namespace, Record, RecordStore
+from memstack.storage import Filter, Namespace, Record, RecordStore, Vector
 from memstack.storage.hybrid import hybrid_candidates
 from memstack.store.principal import Principal
 from memstack.store.render import xml_attr
@@ -32,6 +37,10 @@ CHUNK_CHARS: Final = 800
 MAX_DOCUMENT_CHARS: Final = 200_000
 MAX_TITLE_CHARS: Final = 300
 MAX_TAGS: Final = 20
+MAX_PASSAGES: Final = 128
+"""Passages one document may split into: about 100 kB of prose at ``CHUNK_CHARS``."""
+EMBED_BATCH: Final = 16
+MAX_LIST_OFFSET: Final = 1_000_000
 _PARAGRAPH = re.compile(r"\n\s*\n")
 
 
@@ -102,8 +111,8 @@ class KnowledgeBase:
         return doc
 
     def _store(self, tenant: str, doc: Document) -> None:
-        passages = split_passages(doc.text)
-        vectors = self.embedder.embed_batch([f"{doc.title}: {p}" for p in passages])
+        passages = check_passages(doc.text)
+        vectors = self._embed([f"{doc.title}: {p}" for p in passages])
         meta: dict[str, JSON] = {"title": doc.title, "tags": list(doc.tags), "source": doc.source}
         chunks = [
             Record(
@@ -129,6 +138,13 @@ class KnowledgeBase:
         # one transaction: a document is never listed without its passages
         self.records.upsert([*chunks, document], model_id=self.embedder.model_id)
 
+    def _embed(self, texts: builtins.list[str]) -> builtins.list[Vector]:
+        """``texts`` embedded ``EMBED_BATCH`` at a time."""
+        vectors: list[Vector] = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            vectors.extend(self.embedder.embed_batch(texts[start : start + EMBED_BATCH]))
+        return vectors
+
     async def get(self, principal: Principal, document_id: str) -> Document:
         found = await asyncio.to_thread(
             self.records.get, self._docs(principal.tenant), [document_id]
@@ -142,8 +158,10 @@ class KnowledgeBase:
     ) -> tuple[builtins.list[Document], int]:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 500:
             raise InvalidInput("limit must be an int from 1 to 500.", field="limit")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInput("offset must be an int >= 0.", field="offset")
+        if not _whole_in(offset, 0, MAX_LIST_OFFSET):
+            raise InvalidInput(
+                f"offset must be an int from 0 to {MAX_LIST_OFFSET}.", field="offset"
+            )
         ns = self._docs(principal.tenant)
         rows = await asyncio.to_thread(self.records.list, ns, limit=limit, offset=offset)
         total = await asyncio.to_thread(self.records.count, ns)
@@ -205,6 +223,18 @@ def render_knowledge(hits: list[KnowledgeHit], *, budget_chars: int = 4_000) -> 
     return "\n".join(["<knowledge>", *parts, "</knowledge>"]) if parts else ""
 
 
+def check_passages(text: str) -> builtins.list[str]:
+    """``text``'s passages; ``InvalidInput`` naming ``text`` when they are over ``MAX_PASSAGES``."""
+    passages = split_passages(text)
+    if len(passages) > MAX_PASSAGES:
+        raise InvalidInput(
+            f"text splits into {len(passages)} passages of about {CHUNK_CHARS} characters; "
+            f"the limit is {MAX_PASSAGES} per document. Split it into several documents.",
+            field="text",
+        )
+    return passages
+
+
 def split_passages(text: str, size: int = CHUNK_CHARS) -> builtins.list[str]:
     """Paragraph-aligned passages of at most about ``size`` characters (long paragraphs
     are cut at word boundaries)."""
@@ -259,6 +289,10 @@ def _check_str(value: object, field: str, limit: int) -> str:
     if len(value) > limit:
         raise InvalidInput(f"{field} is over {limit} characters.", field=field)
     return value
+
+
+def _whole_in(value: object, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 def _check_tags(tags: object) -> tuple[str, ...]:

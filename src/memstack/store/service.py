@@ -2,8 +2,9 @@
 
 Writes go to the long-term tier (the source of truth) and then to the short-term tier.
 Reads for prompt injection try the short-term tier first and fall back to the long-term
-tier when it is empty or unavailable; search always uses the long-term tier. A Redis
-outage never fails a read, and never loses a write the long-term tier accepted.
+tier when a bucket there is cold, stale or unavailable (``TierSync`` decides, and fills
+it back); search always uses the long-term tier. A Redis outage never fails a read, never
+loses a write the long-term tier accepted, and leaves no partial or stale bucket behind.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from typing import Final, Literal
 from memstack._json import JSON, to_json
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
-from memstack.errors import InvalidInput, NotFound, StoreUnavailable
+from memstack.errors import InvalidInput, NotFound
 from memstack.longterm.secrets import secret_kind
 from memstack.storage import Filter, RecordStore
 from memstack.storage.hybrid import hybrid_candidates
 from memstack.store.ltm import LongTermTier, from_record, memory_filter
 from memstack.store.principal import Principal
 from memstack.store.stm import ShortTermTier
+from memstack.store.stm_sync import TierSync
 from memstack.store.ttl import expiry_from_ttl
 from memstack.store.types import (
     GLOBAL_BUCKET,
@@ -119,6 +121,7 @@ class MemoryStore:
         self.clock: Clock = clock or SystemClock()
         self._pruned_at = float("-inf")
 
+        self._sync = TierSync(short_term, self.long_term, self.clock)
     # -- writing -----------------------------------------------------------------------
 
     async def store(
@@ -221,22 +224,10 @@ class MemoryStore:
         self._stm_remove(tenant, bucket, ids)
 
     def _stm_remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> None:
-        try:
-            self.short_term.remove(tenant, bucket, ids)
-        except StoreUnavailable as exc:
-            _log.warning(
-                "short-term tier unavailable; removal of %d ids kept in long-term only: %s",
-                len(ids),
-                exc,
-            )
+        self._sync.remove(tenant, bucket, ids)
 
     def _stm_put(self, memory: Memory) -> None:
-        try:
-            self.short_term.put(memory)
-        except StoreUnavailable as exc:
-            _log.warning(
-                "short-term tier unavailable; %s stored in long-term only: %s", memory.id, exc
-            )
+        self._sync.put(memory)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -397,19 +388,7 @@ class MemoryStore:
         self.long_term.records.prune_expired(now)
 
     def _recent(self, tenant: str, bucket: str, now: float) -> builtins.list[Memory]:
-        try:
-            recent = self.short_term.recent(tenant, bucket, now=now)
-        except StoreUnavailable as exc:
-            _log.warning(
-                "short-term tier unavailable; reading %s/%s from long-term: %s", tenant, bucket, exc
-            )
-            recent = []
-        if recent:
-            return recent
-        rows = self.long_term.list(
-            tenant, bucket, limit=self.short_term.max_entries, order="updated_desc"
-        )
-        return [m for m in rows if not m.is_expired(now)]
+        return self._sync.recent(tenant, bucket, now)
 
     async def render_memories(
         self,
@@ -438,12 +417,7 @@ class MemoryStore:
         started = time.perf_counter()
         for tenant in self.long_term.tenants():
             for bucket in self.long_term.buckets(tenant):
-                rows = self.long_term.list(
-                    tenant, bucket, limit=self.short_term.max_entries, order="updated_desc"
-                )
-                fresh = [m for m in rows if not m.is_expired(now)]
-                self.short_term.replace(tenant, bucket, fresh)
-                loaded += len(fresh)
+                loaded += self._sync.fill(tenant, bucket, now)
         _log.info(
             "warmed %d memories into the short-term tier in %.2fs",
             loaded,

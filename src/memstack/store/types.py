@@ -33,7 +33,8 @@ GLOBAL_BUCKET: Final = "~global"
 MAX_KEY_CHARS: Final = 256
 MAX_VALUE_CHARS: Final = 32_768
 MAX_ID_PART_CHARS: Final = 128
-_ID_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]*$")
+# Letters and digits of any script (a query string carries "機器人" as well as "bot").
+_ID_PART = re.compile(r"^[^\W_][\w.:@/-]*$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,13 +86,13 @@ def memory_id(*, tenant: str, scope: Scope, agent_id: str, session_id: str | Non
 
 def check_id_part(value: object, field: str) -> str:
     """Validate a tenant, agent or session id: 1-128 characters, starting with a letter or
-    digit, then letters, digits and ``._:@/-``."""
+    digit (of any script), then letters, digits and ``_.:@/-``."""
     if not isinstance(value, str) or not value:
         raise InvalidInput(f"{field} must be a non-empty string.", field=field)
-    if len(value) > MAX_ID_PART_CHARS or not _ID_PART.match(value):
+    if len(value) > MAX_ID_PART_CHARS or not _ID_PART.fullmatch(value):
         raise InvalidInput(
             f"{field} {value[:40]!r} is invalid: use 1-{MAX_ID_PART_CHARS} characters, "
-            "starting with a letter or digit, then letters, digits and . _ : @ / -",
+            "starting with a letter or digit (any script), then letters, digits and _ . : @ / -",
             field=field,
         )
     return value
