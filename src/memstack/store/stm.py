@@ -7,21 +7,42 @@ identity), so storing a memory again replaces it; they are ordered by ``updated_
 
 Two tiers implement the protocol: ``InProcessTier`` here (one process, no server) and
 ``RedisTier`` in ``stm_redis`` (shared by every server process).
+
+Beside its entries each bucket keeps a small state, so a reader can tell a complete bucket
+from a partial one (``TierSync`` in ``stm_sync`` decides what to trust):
+
+- ``epoch``: the long-term tier's epoch the bucket was last filled at, or ``None`` when
+  the bucket is *cold* (never filled, lost with a Redis restart, or emptied of entries the
+  long-term tier may still hold beyond ``max_entries``). A put into a cold bucket is kept
+  but never makes it complete.
+- ``version``: a counter every ``put``, ``remove`` and ``replace`` bumps. A filler reads it
+  before reading the long-term tier, and ``replace(..., if_version=...)`` fills only if no
+  write came in between (a write after the long-term read would otherwise be wiped).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
 from memstack.errors import InvalidInput, StoreUnavailable
 from memstack.store.types import Memory
 
-__all__ = ["DEFAULT_MAX_ENTRIES", "InProcessTier", "ShortTermTier"]
+__all__ = ["DEFAULT_MAX_ENTRIES", "BucketRead", "InProcessTier", "ShortTermTier"]
 
 DEFAULT_MAX_ENTRIES: Final = 20
 """Spec 004's ``STM_MAX_ENTRIES``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BucketRead:
+    """A bucket's newest memories with its state (see the module docstring)."""
+
+    memories: list[Memory]
+    epoch: str | None
+    version: int
 
 
 @runtime_checkable
@@ -52,13 +73,28 @@ class ShortTermTier(Protocol):
         """
         ...
 
-    def remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> int:
-        """Delete these ids from the bucket; return how many were there."""
+    def read(self, tenant: str, bucket: str, *, now: float, limit: int | None = None) -> BucketRead:
+        """``recent`` and the bucket's state, in one atomic step. Pruning expired entries
+        from a full bucket makes it cold (older live ones may exist elsewhere)."""
         ...
 
-    def replace(self, tenant: str, bucket: str, memories: Sequence[Memory]) -> None:
+    def remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> int:
+        """Delete these ids from the bucket; return how many were there. Removing one from
+        a full bucket makes it cold."""
+        ...
+
+    def replace(
+        self,
+        tenant: str,
+        bucket: str,
+        memories: Sequence[Memory],
+        *,
+        epoch: str | None = None,
+        if_version: int | None = None,
+    ) -> bool:
         """Make the bucket hold exactly ``memories`` (the newest ``max_entries`` of them;
-        if an id repeats, the last one wins), in one step (startup warmup)."""
+        if an id repeats, the last one wins) and set its ``epoch``, in one step; with
+        ``if_version``, only if the bucket's version is still that. Returns whether it did."""
         ...
 
     def clear_tenant(self, tenant: str) -> int:
@@ -80,6 +116,7 @@ class InProcessTier:
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         self.max_entries = check_max_entries(max_entries)
         self._buckets: dict[tuple[str, str], dict[str, Memory]] = {}
+        self._states: dict[tuple[str, str], _State] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -90,37 +127,69 @@ class InProcessTier:
             entries[memory.id] = memory
             for old in newest_first(entries.values())[self.max_entries :]:
                 del entries[old.id]
+            self._state(memory.tenant, memory.bucket).version += 1
 
     def recent(
         self, tenant: str, bucket: str, *, now: float, limit: int | None = None
     ) -> list[Memory]:
+        return self.read(tenant, bucket, now=now, limit=limit).memories
+
+    def read(self, tenant: str, bucket: str, *, now: float, limit: int | None = None) -> BucketRead:
         count = check_limit(limit, self.max_entries)
         with self._lock:
             self._check_open()
             entries = self._buckets.get((tenant, bucket), {})
-            for memory in [m for m in entries.values() if m.is_expired(now)]:
+            expired = [m for m in entries.values() if m.is_expired(now)]
+            state = self._state(tenant, bucket)
+            if expired and len(entries) >= self.max_entries:
+                state.epoch = None
+            for memory in expired:
                 del entries[memory.id]
             self._drop_if_empty(tenant, bucket)
-            return newest_first(entries.values())[:count]
+            memories = newest_first(entries.values())[:count]
+            return BucketRead(memories=memories, epoch=state.epoch, version=state.version)
 
     def remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> int:
         with self._lock:
             self._check_open()
             entries = self._buckets.get((tenant, bucket), {})
+            full = len(entries) >= self.max_entries
             removed = sum(entries.pop(memory_id, None) is not None for memory_id in set(ids))
+            state = self._state(tenant, bucket)
+            state.version += 1
+            if removed and full:
+                state.epoch = None
             self._drop_if_empty(tenant, bucket)
             return removed
 
-    def replace(self, tenant: str, bucket: str, memories: Sequence[Memory]) -> None:
+    def replace(
+        self,
+        tenant: str,
+        bucket: str,
+        memories: Sequence[Memory],
+        *,
+        epoch: str | None = None,
+        if_version: int | None = None,
+    ) -> bool:
         kept = {m.id: m for m in newest_first(latest_by_id(memories))[: self.max_entries]}
+        epoch = check_epoch(epoch)
+        check_version(if_version)
         with self._lock:
             self._check_open()
+            state = self._state(tenant, bucket)
+            if if_version is not None and state.version != if_version:
+                return False
             self._buckets[(tenant, bucket)] = kept
+            state.version += 1
+            state.epoch = epoch
             self._drop_if_empty(tenant, bucket)
+            return True
 
     def clear_tenant(self, tenant: str) -> int:
         with self._lock:
             self._check_open()
+            for key in [key for key in self._states if key[0] == tenant]:
+                del self._states[key]
             keys = [key for key in self._buckets if key[0] == tenant]
             return sum(len(self._buckets.pop(key)) for key in keys)
 
@@ -132,14 +201,24 @@ class InProcessTier:
         with self._lock:
             self._closed = True
             self._buckets.clear()
+            self._states.clear()
 
     def _check_open(self) -> None:
         if self._closed:
             raise StoreUnavailable("this InProcessTier is closed; make a new one.")
 
+    def _state(self, tenant: str, bucket: str) -> _State:
+        return self._states.setdefault((tenant, bucket), _State())
+
     def _drop_if_empty(self, tenant: str, bucket: str) -> None:
         if (tenant, bucket) in self._buckets and not self._buckets[(tenant, bucket)]:
             del self._buckets[(tenant, bucket)]
+
+
+@dataclass
+class _State:
+    epoch: str | None = None
+    version: int = 0
 
 
 # -- helpers both tiers share -------------------------------------------------------------
@@ -174,3 +253,24 @@ def check_limit(value: object, default: int) -> int:
             field="limit",
         )
     return value
+
+
+def check_epoch(value: object) -> str | None:
+    if value is None or (isinstance(value, str) and 0 < len(value) <= 64):
+        return value
+    raise InvalidInput(
+        f"epoch must be None (a cold bucket) or a string of 1 to 64 characters, not {value!r}.",
+        field="epoch",
+    )
+
+
+def check_version(value: object) -> str:
+    """``if_version`` as the Redis script takes it: ``""`` for none."""
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(
+            f"if_version must be None or a version read from the bucket, not {value!r}.",
+            field="if_version",
+        )
+    return str(value)

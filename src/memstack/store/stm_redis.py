@@ -9,13 +9,20 @@ they never contain ``:`` ``{`` ``}`` and two different pairs never share a key):
     {prefix}:{<tenant>}:<bucket>:recent    sorted set   memory id -> updated_at
     {prefix}:{<tenant>}:<bucket>:memories  hash         memory id -> memory_to_json(memory)
     {prefix}:{<tenant>}:<bucket>:expiry    sorted set   memory id -> expires_at (TTL'd only)
-    {prefix}:{<tenant>}:buckets            set          the tenant's non-empty bucket names
+    {prefix}:{<tenant>}:<bucket>:state     hash         epoch (absent: cold), version
+    {prefix}:{<tenant>}:buckets            set          the tenant's bucket names (entries or state)
 
 Every write is one Lua script that receives all the keys it touches (the ``{tenant}``
 hash tag keeps them in one cluster slot), so each call is atomic: ``put`` stores and
-trims in one step, ``recent`` prunes expired entries and reads in one step, ``replace``
-swaps a whole bucket in one step, and an id leaves all three structures at once (no
-orphan hash fields). Every Redis error becomes ``StoreUnavailable`` naming the server.
+trims in one step, ``read`` prunes expired entries and reads entries and state in one
+step (one round trip), ``replace`` checks the version and swaps a whole bucket in one
+step, and an id leaves all three structures at once (no orphan hash fields). Every Redis
+error becomes ``StoreUnavailable`` naming the server.
+
+A Redis that restarts empty has no state keys: every bucket is cold, whatever is put into
+it later. The state key lives ``STATE_TTL_S`` after a bucket's last write; a bucket whose
+state expired is cold and is filled again on its next read (so a deleted agent's bucket
+leaves nothing behind for long).
 """
 
 from __future__ import annotations
@@ -29,8 +36,11 @@ from urllib.parse import quote
 from memstack.errors import ConfigError, InvalidInput, StoreUnavailable
 from memstack.store.stm import (
     DEFAULT_MAX_ENTRIES,
+    BucketRead,
+    check_epoch,
     check_limit,
     check_max_entries,
+    check_version,
     latest_by_id,
     newest_first,
 )
@@ -39,14 +49,19 @@ from memstack.store.types import Memory, memory_from_json, memory_to_json
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["DEFAULT_PREFIX", "BucketKeys", "KeyLayout", "RedisTier"]
+__all__ = ["DEFAULT_PREFIX", "STATE_TTL_S", "BucketKeys", "KeyLayout", "RedisTier"]
 
 DEFAULT_PREFIX: Final = "memstack:stm"
+STATE_TTL_S: Final = 86_400
 _INSTALL = 'RedisTier needs the redis client library: pip install "memstack[redis]"'
 _CLEAR_ATTEMPTS = 16
 
-# KEYS = recent, memories, expiry, index (see BucketKeys); ARGV[1] = the bucket's name.
-_BUCKET_LUA = """
+# KEYS = recent, memories, expiry, index, state (see BucketKeys); ARGV[1] = the bucket.
+_BUCKET_LUA = f"""
+local function bump()
+  redis.call('HINCRBY', KEYS[5], 'version', 1)
+  redis.call('EXPIRE', KEYS[5], {STATE_TTL_S})
+end
 local function drop(ids)
   for _, id in ipairs(ids) do
     redis.call('ZREM', KEYS[1], id)
@@ -64,7 +79,7 @@ local function store(id, score, json, expires)
   end
 end
 local function reindex()
-  if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('EXISTS', KEYS[1]) + redis.call('EXISTS', KEYS[5]) > 0 then
     redis.call('SADD', KEYS[4], ARGV[1])
   else
     redis.call('SREM', KEYS[4], ARGV[1])
@@ -81,18 +96,26 @@ local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[2])
 if excess > 0 then
   drop(redis.call('ZRANGE', KEYS[1], 0, excess - 1))
 end
+bump()
 reindex()
 return excess
 """
 )
 
-# ARGV: bucket, now, limit. Returns the JSON of the newest `limit` live entries.
-_RECENT = (
+# ARGV: bucket, now, limit, max_entries. Returns the epoch ('' when cold), the version,
+# then the JSON of the newest `limit` live entries.
+_READ = (
     _BUCKET_LUA
     + """
-drop(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[2]))
+local before = redis.call('ZCARD', KEYS[1])
+local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[2])
+drop(expired)
+if #expired > 0 and before >= tonumber(ARGV[4]) then
+  redis.call('HDEL', KEYS[5], 'epoch')
+end
 reindex()
-local out = {}
+local state = redis.call('HMGET', KEYS[5], 'epoch', 'version')
+local out = {state[1] or '', state[2] or '0'}
 for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)) do
   out[#out + 1] = redis.call('HGET', KEYS[2], id)
 end
@@ -100,43 +123,58 @@ return out
 """
 )
 
-# ARGV: bucket, id... Returns how many ids were in the bucket.
+# ARGV: bucket, max_entries, id... Returns how many ids were in the bucket.
 _REMOVE = (
     _BUCKET_LUA
     + """
+local before = redis.call('ZCARD', KEYS[1])
 local removed = 0
-for i = 2, #ARGV do
+for i = 3, #ARGV do
   removed = removed + redis.call('ZREM', KEYS[1], ARGV[i])
   redis.call('HDEL', KEYS[2], ARGV[i])
   redis.call('ZREM', KEYS[3], ARGV[i])
+end
+bump()
+if removed > 0 and before >= tonumber(ARGV[2]) then
+  redis.call('HDEL', KEYS[5], 'epoch')
 end
 reindex()
 return removed
 """
 )
 
-# ARGV: bucket, then (id, updated_at, json, expires_at or '') for each memory to keep.
+# ARGV: bucket, epoch or '', expected version or '', then (id, updated_at, json,
+# expires_at or '') for each memory to keep. Returns 0 if the version differed.
 _REPLACE = (
     _BUCKET_LUA
     + """
+if ARGV[3] ~= '' and (redis.call('HGET', KEYS[5], 'version') or '0') ~= ARGV[3] then
+  return 0
+end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-for i = 2, #ARGV, 4 do
+for i = 4, #ARGV, 4 do
   store(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
+end
+bump()
+if ARGV[2] == '' then
+  redis.call('HDEL', KEYS[5], 'epoch')
+else
+  redis.call('HSET', KEYS[5], 'epoch', ARGV[2])
 end
 reindex()
 return 1
 """
 )
 
-# KEYS: the tenant's index, then (recent, memories, expiry) per bucket; ARGV: the buckets
-# read from the index. Returns -1 (the caller retries) if the index changed since.
+# KEYS: the tenant's index, then (recent, memories, expiry, state) per bucket; ARGV: the
+# buckets read from the index. Returns -1 (the caller retries) if the index changed since.
 _CLEAR_TENANT = """
 if redis.call('SCARD', KEYS[1]) ~= #ARGV then return -1 end
 for _, bucket in ipairs(ARGV) do
   if redis.call('SISMEMBER', KEYS[1], bucket) == 0 then return -1 end
 end
 local count = 0
-for i = 2, #KEYS, 3 do count = count + redis.call('ZCARD', KEYS[i]) end
+for i = 2, #KEYS, 4 do count = count + redis.call('ZCARD', KEYS[i]) end
 for _, key in ipairs(KEYS) do redis.call('DEL', key) end
 return count
 """
@@ -148,10 +186,15 @@ class BucketKeys:
     memories: str
     expiry: str
     index: str
+    state: str
 
     def all(self) -> list[str]:
         """In the order the bucket scripts take them."""
-        return [self.recent, self.memories, self.expiry, self.index]
+        return [self.recent, self.memories, self.expiry, self.index, self.state]
+
+    def own(self) -> list[str]:
+        """The bucket's own keys (all but the tenant's index)."""
+        return [self.recent, self.memories, self.expiry, self.state]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,6 +216,7 @@ class KeyLayout:
             memories=f"{base}:memories",
             expiry=f"{base}:expiry",
             index=self.index(tenant),
+            state=f"{base}:state",
         )
 
 
@@ -212,7 +256,7 @@ class RedisTier:
         self._errors = redis.exceptions.RedisError
         self._where = _describe(client)
         self._put = client.register_script(_PUT)
-        self._recent = client.register_script(_RECENT)
+        self._read = client.register_script(_READ)
         self._remove = client.register_script(_REMOVE)
         self._replace = client.register_script(_REPLACE)
         self._clear = client.register_script(_CLEAR_TENANT)
@@ -264,27 +308,43 @@ class RedisTier:
     def recent(
         self, tenant: str, bucket: str, *, now: float, limit: int | None = None
     ) -> list[Memory]:
+        return self.read(tenant, bucket, now=now, limit=limit).memories
+
+    def read(self, tenant: str, bucket: str, *, now: float, limit: int | None = None) -> BucketRead:
         count = check_limit(limit, self.max_entries)
         keys = self.keys.bucket(tenant, bucket)
+        args: list[str | int] = [bucket, repr(float(now)), count, self.max_entries]
         with self._calling("read recent memories"):
-            rows: list[Any] = self._recent(keys=keys.all(), args=[bucket, repr(float(now)), count])
-        return [self._decode(row, keys.memories) for row in rows]
+            epoch, version, *rows = self._read(keys=keys.all(), args=args)
+        return BucketRead(
+            memories=[self._decode(row, keys.memories) for row in rows],
+            epoch=_text(epoch) or None,
+            version=int(version),
+        )
 
     def remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> int:
         if not ids:
             return 0
         keys = self.keys.bucket(tenant, bucket)
         with self._calling("remove memories"):
-            return int(self._remove(keys=keys.all(), args=[bucket, *ids]))
+            return int(self._remove(keys=keys.all(), args=[bucket, self.max_entries, *ids]))
 
-    def replace(self, tenant: str, bucket: str, memories: Sequence[Memory]) -> None:
+    def replace(
+        self,
+        tenant: str,
+        bucket: str,
+        memories: Sequence[Memory],
+        *,
+        epoch: str | None = None,
+        if_version: int | None = None,
+    ) -> bool:
         kept = newest_first(latest_by_id(memories))[: self.max_entries]
         keys = self.keys.bucket(tenant, bucket)
-        args: list[str | float] = [bucket]
+        args: list[str | float] = [bucket, check_epoch(epoch) or "", check_version(if_version)]
         for memory in kept:
             args.extend(_entry(memory))
         with self._calling("replace a bucket"):
-            self._replace(keys=keys.all(), args=args)
+            return bool(self._replace(keys=keys.all(), args=args))
 
     def clear_tenant(self, tenant: str) -> int:
         index = self.keys.index(tenant)
@@ -293,7 +353,7 @@ class RedisTier:
                 buckets = [_text(b) for b in self._client.smembers(index)]
                 keys = [index]
                 for bucket in buckets:
-                    keys.extend(self.keys.bucket(tenant, bucket).all()[:3])
+                    keys.extend(self.keys.bucket(tenant, bucket).own())
                 cleared = int(self._clear(keys=keys, args=buckets))
                 if cleared >= 0:
                     return cleared
