@@ -5,16 +5,17 @@ under its own reserved root, so no owner can reach another's records whatever id
 users pick (a MemoryBank named ``auth/keys`` lands in ``bank/auth%2Fkeys``, never in
 the API keys' ``auth/keys``):
 
-=========  ==============================================  ===========================
-root       owner                                           parts
-=========  ==============================================  ===========================
-``ltm``    long-term memory (``LongTermMemory``)           user, namespace[, workspace]
-``mem``    memory service, long-term tier                  tenant, bucket
-``memidx`` memory service, id -> bucket index              tenant
-``kb``     knowledge documents                             tenant, ``docs``/``chunks``
-``auth``   API keys                                        ``keys``
-``bank``   durable MemoryBank                              [bank name]
-=========  ==============================================  ===========================
+=============  ==============================================  ===========================
+root           owner                                           parts
+=============  ==============================================  ===========================
+``ltm``        long-term memory (``LongTermMemory``)           user, namespace[, workspace]
+``mem``        memory service, long-term tier                  tenant, bucket
+``memidx``     memory service, id -> bucket index              tenant
+``memepoch``   memory service, the short-term tier's epoch     (none)
+``kb``         knowledge documents                             tenant, ``docs``/``chunks``
+``auth``       API keys                                        ``keys``
+``bank``       durable MemoryBank                              [bank name]
+=============  ==============================================  ===========================
 
 The encoded form is ``root/part/part``, each part with ``%`` and ``/`` percent-encoded,
 so two different namespaces never encode alike and ``decode`` inverts ``encode``.
@@ -29,7 +30,7 @@ from memstack.errors import InvalidInput
 
 __all__ = ["ROOTS", "Namespace", "NamespaceRoot", "decode_part", "encode_part"]
 
-NamespaceRoot = Literal["ltm", "mem", "memidx", "kb", "auth", "bank"]
+NamespaceRoot = Literal["ltm", "mem", "memidx", "memepoch", "kb", "auth", "bank"]
 ROOTS: Final[tuple[str, ...]] = get_args(NamespaceRoot)
 
 

@@ -1,10 +1,14 @@
 """The long-term tier: memories as records of the RecordStore, one namespace per
-(tenant, bucket), plus an id index so a memory is found from its id alone."""
+(tenant, bucket), plus an id index so a memory is found from its id alone, plus the
+short-term tier's epoch (see ``stm_sync``): a token the long-term tier owns, changed
+whenever the short-term tier may have missed a write."""
 
 from __future__ import annotations
 
 import builtins
+import uuid
 from collections.abc import Sequence
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -14,7 +18,11 @@ from memstack.storage import Cap, Filter, Namespace, Order, Record, RecordStore
 from memstack.storage.namespace import decode_part, encode_part
 from memstack.store.types import SCOPES, Memory, Scope
 
-__all__ = ["LongTermTier", "encode_part", "from_record", "memory_filter"]
+__all__ = ["FIRST_EPOCH", "LongTermTier", "encode_part", "from_record", "memory_filter"]
+
+FIRST_EPOCH: Final = "0"
+"""The epoch before anything ever bumped it."""
+_EPOCH_ID: Final = "short-term"
 
 
 class LongTermTier:
@@ -35,6 +43,10 @@ class LongTermTier:
     @staticmethod
     def index_namespace(tenant: str) -> Namespace:
         return Namespace("memidx", tenant)
+
+    @staticmethod
+    def epoch_namespace() -> Namespace:
+        return Namespace("memepoch")
 
     def buckets(self, tenant: str) -> list[str]:
         prefix = Namespace("mem", tenant).prefix()
@@ -118,6 +130,27 @@ class LongTermTier:
 
     def count(self, tenant: str, bucket: str, selector: Filter | None = None) -> int:
         return self.records.count(self.namespace(tenant, bucket), selector)
+
+    # -- the short-term tier's epoch ---------------------------------------------------
+
+    def epoch(self) -> str:
+        """The short-term tier's current epoch (``FIRST_EPOCH`` if never bumped)."""
+        found = self.records.get(self.epoch_namespace(), [_EPOCH_ID])
+        return found[0].text if found else FIRST_EPOCH
+
+    def bump_epoch(self, now: float) -> str:
+        """Set a new epoch, unique to this call, and return it: every short-term bucket
+        filled at an older one is stale from now on."""
+        token = uuid.uuid4().hex
+        record = Record(
+            id=_EPOCH_ID,
+            namespace=self.epoch_namespace().encode(),
+            text=token,
+            created_at=now,
+            updated_at=now,
+        )
+        self.records.write(upserts=[record])
+        return token
 
 
 def memory_filter(

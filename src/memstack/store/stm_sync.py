@@ -1,0 +1,172 @@
+"""TierSync: the short-term tier kept in step with the long-term tier, through outages.
+
+The long-term tier is the truth; the short-term tier (Redis) is a cache of each bucket's
+newest ``max_entries`` that may come back from an outage empty, or with old data (AOF),
+or having missed writes. A bucket is served from the short-term tier only when it is
+*complete* and *current*; anything else is read from the long-term tier and filled back.
+
+**Complete**: a bucket carries a state beside its entries (``stm``): the epoch it was
+filled at, or none (*cold*). Only a fill from the long-term tier sets an epoch, so a
+Redis that restarted empty holds only cold buckets, and a write into one (the first
+write per agent after the restart) never makes it look complete. Removing an entry from
+a full bucket, or pruning an expired one, makes it cold too (older live entries exist
+in the long-term tier only).
+
+**Current**: the long-term tier owns an *epoch* (one token, ``LongTermTier.epoch``). It
+changes (``bump_epoch``, a new random token) when the short-term tier may have missed a
+write:
+
+- a write or delete reached the long-term tier but its short-term call failed;
+- this process saw the short-term tier fail and now sees it answer again (Redis came
+  back, perhaps from an AOF that predates writes acknowledged before the crash).
+
+A bucket filled at another epoch is stale and is filled again. Filling reads the epoch,
+then the bucket's version, then the long-term rows, and writes them only if the version
+did not move (``replace(..., if_version=...)``): a write that landed in between is never
+wiped, and a write that failed in between bumped the epoch after the fill read it.
+
+**Cheap**: a warm read is the one Redis round trip it always was (entries and state come
+back from one script). Each process caches the epoch for ``epoch_ttl`` seconds (1 s) of
+its clock, forgets it the moment it sees the short-term tier fail, and takes the bump it
+made itself at once. So a process serves exactly the long-term tier's view as soon as
+Redis answers again if it saw the outage, and within ``epoch_ttl`` of the bump if it did
+not. A miss costs one epoch read, one long-term list and one fill.
+
+Known limit: a Redis restart that no process ever sees fail (it restarted between two
+requests and redis-py's one reconnect hid it) bumps nothing; with AOF at ``everysec`` the
+writes of its last second can be missing until each bucket's next write or its state
+expiring (``STATE_TTL_S``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Final
+
+from memstack.clock import Clock
+from memstack.errors import StoreUnavailable
+from memstack.store.ltm import LongTermTier
+from memstack.store.stm import ShortTermTier
+from memstack.store.types import Memory
+
+__all__ = ["DEFAULT_EPOCH_TTL_S", "TierSync"]
+
+DEFAULT_EPOCH_TTL_S: Final = 1.0
+_log = logging.getLogger("memstack.store")
+
+
+class TierSync:
+    """Reads, writes and fills of the short-term tier that never serve a partial or
+    stale bucket (see the module docstring). Safe to call from several threads."""
+
+    def __init__(
+        self,
+        short_term: ShortTermTier,
+        long_term: LongTermTier,
+        clock: Clock,
+        *,
+        epoch_ttl: float = DEFAULT_EPOCH_TTL_S,
+    ) -> None:
+        self.short_term = short_term
+        self.long_term = long_term
+        self.clock = clock
+        self.epoch_ttl = epoch_ttl
+        self._lock = threading.Lock()
+        self._epoch: tuple[str, float] | None = None  # (token, read at)
+        self._failing = False
+
+    # -- reads -------------------------------------------------------------------------
+
+    def recent(self, tenant: str, bucket: str, now: float) -> list[Memory]:
+        """The bucket's newest memories, as the long-term tier holds them."""
+        epoch = self._current_epoch(now)
+        try:
+            got = self.short_term.read(tenant, bucket, now=now)
+        except StoreUnavailable as exc:
+            self._failed(exc, f"reading {tenant}/{bucket} from long-term")
+            return self._long_term_rows(tenant, bucket, now)
+        if self._recovered(now) or got.epoch != epoch:
+            epoch = self._current_epoch(now, fresh=True)  # another process may have moved on
+        if got.epoch == epoch:
+            return got.memories
+        rows = self._long_term_rows(tenant, bucket, now)
+        try:
+            self.short_term.replace(tenant, bucket, rows, epoch=epoch, if_version=got.version)
+        except StoreUnavailable as exc:
+            self._failed(exc, f"{tenant}/{bucket} left to fill later")
+        return rows
+
+    def fill(self, tenant: str, bucket: str, now: float) -> int:
+        """Fill the bucket from the long-term tier at the current epoch (warmup);
+        returns how many memories it holds."""
+        epoch = self._current_epoch(now, fresh=True)
+        version = self.short_term.read(tenant, bucket, now=now).version
+        rows = self._long_term_rows(tenant, bucket, now)
+        self.short_term.replace(tenant, bucket, rows, epoch=epoch, if_version=version)
+        return len(rows)
+
+    # -- writes, after the long-term tier took them -------------------------------------
+
+    def put(self, memory: Memory) -> None:
+        try:
+            self.short_term.put(memory)
+        except StoreUnavailable as exc:
+            self._missed(exc, f"{memory.id} stored in long-term only")
+            return
+        self._recovered(self.clock.now())
+
+    def remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> None:
+        try:
+            self.short_term.remove(tenant, bucket, ids)
+        except StoreUnavailable as exc:
+            self._missed(exc, f"removal of {len(ids)} ids kept in long-term only")
+            return
+        self._recovered(self.clock.now())
+
+    # -- the epoch ---------------------------------------------------------------------
+
+    def _current_epoch(self, now: float, *, fresh: bool = False) -> str:
+        with self._lock:
+            cached = self._epoch
+        if not fresh and cached is not None and now - cached[1] < self.epoch_ttl:
+            return cached[0]
+        token = self.long_term.epoch()
+        with self._lock:
+            self._epoch = (token, now)
+        return token
+
+    def _bump(self, now: float) -> None:
+        token = self.long_term.bump_epoch(now)
+        with self._lock:
+            self._epoch = (token, now)
+
+    def _failed(self, exc: StoreUnavailable, what: str) -> None:
+        """The short-term tier failed: trust no cached epoch until it answers again."""
+        with self._lock:
+            self._failing = True
+            self._epoch = None
+        _log.warning("short-term tier unavailable; %s: %s", what, exc)
+
+    def _missed(self, exc: StoreUnavailable, what: str) -> None:
+        """A write reached the long-term tier only: every bucket filled before is stale."""
+        self._failed(exc, what)
+        self._bump(self.clock.now())
+
+    def _recovered(self, now: float) -> bool:
+        """After a failure, the first answer bumps the epoch (the tier may have come back
+        from an old snapshot); returns whether this call did."""
+        with self._lock:
+            if not self._failing:
+                return False
+            self._failing = False
+        self._bump(now)
+        _log.warning("short-term tier answers again; its buckets are filled anew")
+        return True
+
+    def _long_term_rows(self, tenant: str, bucket: str, now: float) -> list[Memory]:
+        rows = self.long_term.list(
+            tenant, bucket, limit=self.short_term.max_entries, order="updated_desc"
+        )
+        return [m for m in rows if not m.is_expired(now)]
