@@ -44,6 +44,8 @@ __all__ = ["DEFAULT_LTM_MAX_ENTRIES", "MemoryPage", "MemoryStore", "SearchHit", 
 
 DEFAULT_LTM_MAX_ENTRIES: Final = 200
 MAX_LIST_LIMIT: Final = 500
+MAX_LIST_OFFSET: Final = 10_000
+"""Deepest page a listing serves: each bucket's newest ``offset + limit`` rows are merged."""
 MAX_SEARCH_LIMIT: Final = 100
 KEYWORD_WEIGHT: Final = 0.3
 PRUNE_EVERY_S: Final = 1.0
@@ -119,9 +121,9 @@ class MemoryStore:
         self.embedder = embedder
         self.ltm_max_entries = ltm_max_entries
         self.clock: Clock = clock or SystemClock()
+        self._sync = TierSync(short_term, self.long_term, self.clock)
         self._pruned_at = float("-inf")
 
-        self._sync = TierSync(short_term, self.long_term, self.clock)
     # -- writing -----------------------------------------------------------------------
 
     async def store(
@@ -285,7 +287,7 @@ class MemoryStore:
         for bucket in buckets:
             selector = where.filter_for(bucket)
             total += self.long_term.count(tenant, bucket, selector)
-            merged.extend(self.long_term.list(tenant, bucket, selector, limit=min(wanted, 10_000)))
+            merged.extend(self.long_term.list(tenant, bucket, selector, limit=wanted))
         merged.sort(key=lambda m: (m.created_at, m.id), reverse=True)
         return MemoryPage(memories=merged[offset:wanted], total=total, limit=limit, offset=offset)
 
@@ -475,6 +477,14 @@ def _check_metadata(metadata: object) -> dict[str, JSON]:
 def _check_page(limit: object, offset: object, max_limit: int) -> tuple[int, int]:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
         raise InvalidInput(f"limit must be an int from 1 to {max_limit}.", field="limit")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInput("offset must be an int >= 0.", field="offset")
+    if (
+        isinstance(offset, bool)
+        or not isinstance(offset, int)
+        or not 0 <= offset <= MAX_LIST_OFFSET
+    ):
+        raise InvalidInput(
+            f"offset must be an int from 0 to {MAX_LIST_OFFSET}; narrow the listing with "
+            "agent_id, scope, session_id or key to reach older memories.",
+            field="offset",
+        )
     return limit, offset
