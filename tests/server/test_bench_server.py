@@ -81,6 +81,11 @@ def test_bench_server_spawns_a_throwaway_server_and_measures_its_cpu(tmp_path: P
     assert report["mix"] == {"store": 0.5, "search": 0.25, "list": 0.25}
     assert report["server_cpu_ms_per_request"] > 0
     assert report["floor_cpu_ms_per_request"] > 0 and report["cpu_ratio"] > 0
+    client_ms, floor_ms = report["client_cpu_ms_per_request"], report["floor_cpu_ms_per_request"]
+    assert client_ms > 0 and report["cores"] >= 1
+    bound = report["cores"] * 1000 / (floor_ms + client_ms)
+    assert report["requests_per_s_bound"] == pytest.approx(bound, abs=0.1)
+    assert "at most" in result.output
     spawned = report["spawned"]
     assert spawned["tenant"].startswith("bench-")
     assert not Path(spawned["db"]).parent.exists()

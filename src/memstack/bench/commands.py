@@ -467,7 +467,7 @@ def _server_bench(
                 agent_prefix=f"bench-{run_id}",
                 tick=bar.update,
             )
-            report, server_cpu_s = asyncio.run(measured)
+            report, cpu = asyncio.run(measured)
         if "spawned" not in extra:
             cleanup = delete_memories(url=url, api_key=api_key, ids=report.stored_ids)
             extra["cleanup"] = {"created": len(report.stored_ids), **asyncio.run(cleanup)}
@@ -475,7 +475,7 @@ def _server_bench(
     with click.progressbar(length=len(report.calls), label="floor", file=sys.stderr) as bar:
         replay = replay_in_process(report.calls, embedding=embedding, progress=bar.update)
         floor = asyncio.run(replay)
-    summary = server_summary(report, options=options, server_cpu_s=server_cpu_s, floor=floor)
+    summary = server_summary(report, options=options, cpu=cpu, floor=floor)
     return {"url": url, **extra, **summary}
 
 

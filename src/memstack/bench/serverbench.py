@@ -3,12 +3,17 @@
 ``measure_load`` warms the server up (one search, one list), reads the server
 process's CPU time, runs the load (``bench.load``) and reads it again.
 ``server_summary`` puts that beside the floor (``bench.inprocess``) in one report.
+
+The load generator runs on the same machine, so the report also gives its own CPU per
+request and the throughput bound that follows: ``cores / (server + client CPU per
+request)``. On 2 cores, a server at its floor cannot answer faster than that.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +25,16 @@ from memstack.bench.load import LoadReport, Mix, run_load
 from memstack.bench.proc import cpu_seconds
 from memstack.bench.report import format_table, ratio
 
-__all__ = ["LoadOptions", "measure_load", "server_summary", "server_table"]
+__all__ = ["CpuUse", "LoadOptions", "measure_load", "server_summary", "server_table"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuUse:
+    """CPU seconds spent during the load: the server's (None without its pid) and the
+    load generator's (this process)."""
+
+    server_s: float | None
+    client_s: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,10 +53,11 @@ async def measure_load(
     pid: int | None,
     agent_prefix: str,
     tick: Callable[[int], None] = lambda n: None,
-) -> tuple[LoadReport, float | None]:
-    """The load's report, and the server's CPU seconds during it (None without ``pid``)."""
+) -> tuple[LoadReport, CpuUse]:
+    """The load's report, and the CPU the server and this process spent during it."""
     await _warm_up(url, api_key, agent_prefix)
     before = cpu_seconds(pid) if pid is not None else None
+    client_before = time.process_time()
     ticker = asyncio.create_task(_tick_every_second(options.duration, tick))
     try:
         report = await run_load(
@@ -58,9 +73,9 @@ async def measure_load(
         ticker.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await ticker
-    if pid is None or before is None:
-        return report, None
-    return report, cpu_seconds(pid) - before
+    client_s = time.process_time() - client_before
+    server_s = None if pid is None or before is None else cpu_seconds(pid) - before
+    return report, CpuUse(server_s=server_s, client_s=client_s)
 
 
 async def _warm_up(url: str, api_key: str, agent_prefix: str) -> None:
@@ -83,8 +98,9 @@ def server_summary(
     report: LoadReport,
     *,
     options: LoadOptions,
-    server_cpu_s: float | None,
+    cpu: CpuUse,
     floor: CpuFloor,
+    cores: int | None = None,
 ) -> dict[str, object]:
     """The JSON report: latency and throughput, then CPU per request beside the floor."""
     summary = report.summary()
@@ -92,9 +108,12 @@ def server_summary(
     assert isinstance(by_op, dict)
     for op, stats in by_op.items():
         stats["floor_cpu_ms"] = floor.cpu_ms.get(op)
-    server_ms = (
-        round(server_cpu_s * 1000 / report.requests, 3)
-        if server_cpu_s is not None and report.requests
+    server_ms = _per_request(cpu.server_s, report.requests)
+    client_ms = _per_request(cpu.client_s, report.requests)
+    cores = cores or os.cpu_count() or 1
+    bound = (
+        round(cores * 1000 / (floor.cpu_ms_per_request + client_ms), 1)
+        if client_ms is not None and floor.cpu_ms_per_request
         else None
     )
     return {
@@ -103,7 +122,14 @@ def server_summary(
         "server_cpu_ms_per_request": server_ms,
         "floor_cpu_ms_per_request": floor.cpu_ms_per_request,
         "cpu_ratio": ratio(server_ms, floor.cpu_ms_per_request),
+        "client_cpu_ms_per_request": client_ms,
+        "cores": cores,
+        "requests_per_s_bound": bound,
     }
+
+
+def _per_request(seconds: float | None, requests: int) -> float | None:
+    return round(seconds * 1000 / requests, 3) if seconds is not None and requests else None
 
 
 def server_table(summary: dict[str, object], label: str) -> str:
@@ -125,6 +151,9 @@ def server_table(summary: dict[str, object], label: str) -> str:
             f"{_ms(summary['server_cpu_ms_per_request'])} ms/request, in-process floor "
             f"{_ms(summary['floor_cpu_ms_per_request'])} ms/request, "
             f"ratio {summary['cpu_ratio'] or '-'}",
+            f"load generator CPU {_ms(summary['client_cpu_ms_per_request'])} ms/request; "
+            f"on {summary['cores']} cores a server at its floor answers at most "
+            f"{summary['requests_per_s_bound'] or '-'} requests/s beside it",
         ]
     )
 
