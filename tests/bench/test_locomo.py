@@ -169,6 +169,11 @@ def test_bench_locomo_command(data_file: Path, tmp_path: Path, store: str):
     assert set(report["baselines"]) == {"bm25", "vector"}
     assert report["ingest_per_s"] > 0
     assert set(report["recall_ms"]) == {"p50", "p95"}
+    assert report["embed_ms"]["p50"] > 0
+    assert report["recall_over_embed"] == round(
+        report["recall_ms"]["p50"] / report["embed_ms"]["p50"], 3
+    )
+    assert "query embedding alone" in result.output
     # the puppy question is easy: its evidence is the only turn with "Biscuit" and "puppy"
     assert report["baselines"]["bm25"]["per_category"]["4"]["Hit@5"] == 1.0
     assert report["per_category"]["4"]["Hit@5"] == 1.0

@@ -116,7 +116,9 @@ def locomo(
     click.echo(metrics_table({f"category {c}": m for c, m in per_category.items()}))
     click.echo(
         f"\ningest {report.ingest_per_s:.0f} memories/s (embedding included); "
-        f"recall p50 {report.recall_ms['p50']:.1f} ms, p95 {report.recall_ms['p95']:.1f} ms"
+        f"recall p50 {report.recall_ms['p50']:.1f} ms, p95 {report.recall_ms['p95']:.1f} ms; "
+        f"query embedding alone p50 {report.embed_ms['p50']:.1f} ms "
+        f"(recall / embedding {report.recall_over_embed}x)"
     )
     if stats.evidence_dropped:
         click.echo(f"evidence ids naming no turn, dropped: {', '.join(stats.evidence_dropped)}")
