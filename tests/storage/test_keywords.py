@@ -98,3 +98,18 @@ def test_compaction_after_many_removals_changes_no_result() -> None:
         assert dict(index.search(words, 5_000, None)) == pytest.approx(
             dict(fresh.search(words, 5_000, None))
         )
+
+
+def test_terms_held_by_one_row_score_and_compact_like_any_other() -> None:
+    # each document has a word of its own (a name, a number) beside shared words: the
+    # one-row terms are stored apart from the posting arrays until a second row needs one
+    docs = {k: f"note {k} about topic{k % 7} and name{k}x" for k in range(4_500)}
+    index = build(docs)
+    index.put(10_000, "a second row for name5x and 17", None)
+    docs[10_000] = "a second row for name5x and 17"
+    for key in range(0, 4_500, 3):  # past the compaction threshold
+        index.remove(key)
+        del docs[key]
+    for words in (["name5x"], ["17"], ["name1x", "topic3"], ["2000", "name2000x"]):
+        assert dict(index.search(words, 5_000, None)) == pytest.approx(reference_bm25(docs, words))
+    assert index.search(["name3x"], 10, None) == []  # its only row was removed
