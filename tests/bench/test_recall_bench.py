@@ -31,6 +31,7 @@ POINT_FIELDS = {
     "rss_mb",
     "vectors_mb",
     "index_wait_s",
+    "rss_ratio",
 }
 
 
@@ -72,7 +73,10 @@ def test_bench_recall_writes_every_field(tmp_path: Path):
             assert point["writes_stored"] == 3 and point["namespaces"] == 1
             assert point["ann_recall_at_10"] == 1.0
             assert point["ingest_per_s"] > 0 and point["rss_mb"] > 0
-    assert "floor p95" in result.output and "ANN R@10" in result.output
+            in_process = point["rss_mb"] - point["vectors_mb"]
+            floor = run["rss_start_mb"] + point["vectors_mb"]
+            assert point["rss_ratio"] == pytest.approx(in_process / floor, abs=1e-3)
+    assert "floor p95" in result.output and "RSS ratio" in result.output
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -25,6 +25,7 @@ _COLUMNS: Final = (
     "ANN R@10",
     "ingest/s",
     "RSS MB",
+    "RSS ratio",
 )
 NOTES: Final = (
     "Milliseconds. floor = the query's real embedding plus an exact float32 numpy scan of "
@@ -33,7 +34,10 @@ NOTES: Final = (
     "store's vector_search top 10 against the exact top 10. rss_mb is this process after "
     "loading that size: the interpreter (rss_before_model_mb), the model (model_rss_mb), the "
     "harness's own copy of the vectors for the floor (vectors_mb) and what the store keeps "
-    "in process (memory, sqlite; postgres keeps it in its server). synth_fidelity = mean "
+    "in process (memory, sqlite; postgres keeps it in its server). rss_ratio = (rss_mb - "
+    "vectors_mb) / (rss_start_mb + vectors_mb): the process without the harness's copy, "
+    "against the same process before loading (interpreter and model) plus one float32 copy "
+    "of the vectors; null for postgres. synth_fidelity = mean "
     "cosine of the synthesized vectors with the real embeddings of their sentences."
 )
 
@@ -57,7 +61,16 @@ def _row(run: RecallRun, p: RecallPoint) -> list[object]:
         p.ann_recall_at_10,
         p.ingest_per_s,
         p.rss_mb,
+        rss_ratio(run, p),
     ]
+
+
+def rss_ratio(run: RecallRun, p: RecallPoint) -> float | None:
+    """What the store keeps in process against the vectors themselves plus the process it
+    runs in (see ``NOTES``); None for a store that keeps its data in another process."""
+    if run.store == "postgres":
+        return None
+    return round((p.rss_mb - p.vectors_mb) / (run.rss_start_mb + p.vectors_mb), 3)
 
 
 def recall_payload(
@@ -84,7 +97,7 @@ def recall_payload(
         "notes": NOTES,
         "runs": [
             {"store": r.store, "shape": r.shape, "rss_start_mb": r.rss_start_mb}
-            | {"points": [vars(p) for p in r.points]}
+            | {"points": [vars(p) | {"rss_ratio": rss_ratio(r, p)} for p in r.points]}
             for r in runs
         ],
     }
