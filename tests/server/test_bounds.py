@@ -23,6 +23,8 @@ PAGE_BOUNDS = [
     ("/api/knowledge?offset=-1", "offset", "0"),
     ("/api/knowledge?limit=100000", "limit", "500"),
     ("/api/context?agent_id=bot&budget=99999999999999999999", "budget", "200000"),
+    ("/api/memories/" + "m" * 201, "memory_id", "200"),
+    ("/api/knowledge/" + "d" * 201, "document_id", "200"),
 ]
 
 

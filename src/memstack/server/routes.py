@@ -9,7 +9,7 @@ whose ``Caller`` dependency is built per app inside the router functions."""
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Path, Query
 
 from memstack.errors import StoreUnavailable
 from memstack.server.auth import bearer_principal
@@ -48,6 +48,8 @@ from memstack.store.service import MAX_LIST_LIMIT, MAX_LIST_OFFSET
 __all__ = ["api_routes", "health_route"]
 
 IdParam = Annotated[str, Query(min_length=1, max_length=128, description=ID_RULE)]
+MemoryId = Annotated[str, Path(max_length=200, description="A memory's id (mem_...).")]
+DocumentId = Annotated[str, Path(max_length=200, description="A document's id (doc_...).")]
 
 # Every /api route: no key (401), a store down (503), the wrong method on its path (405).
 _ALWAYS = (401, 405, 503)
@@ -124,20 +126,20 @@ def _memory_routes(services: Services) -> APIRouter:
         )
         return SearchResults(results=[hit_out(h) for h in hits])
 
-    @router.get("/memories/{memory_id}", responses=error_responses(*_ALWAYS, 404))
-    async def get_memory(memory_id: str, caller: Caller) -> MemoryOut:
+    @router.get("/memories/{memory_id}", responses=error_responses(*_ALWAYS, 404, 422))
+    async def get_memory(memory_id: MemoryId, caller: Caller) -> MemoryOut:
         return memory_out(await memories.get(caller, memory_id))
 
     @router.put("/memories/{memory_id}", responses=error_responses(*_ALWAYS, *_BODY, 404))
-    async def update_memory(memory_id: str, body: MemoryUpdate, caller: Caller) -> MemoryOut:
+    async def update_memory(memory_id: MemoryId, body: MemoryUpdate, caller: Caller) -> MemoryOut:
         """Change value, metadata or TTL (``"ttl": null`` removes it) in every tier."""
         changes: dict[str, Any] = {"value": body.value, "metadata": body.metadata}
         if "ttl" in body.model_fields_set:
             changes["ttl"] = body.ttl
         return memory_out(await memories.update(caller, memory_id, **changes))
 
-    @router.delete("/memories/{memory_id}", responses=error_responses(*_ALWAYS, 404))
-    async def delete_memory(memory_id: str, caller: Caller) -> Deleted:
+    @router.delete("/memories/{memory_id}", responses=error_responses(*_ALWAYS, 404, 422))
+    async def delete_memory(memory_id: MemoryId, caller: Caller) -> Deleted:
         removed = await memories.delete(caller, memory_id)
         return Deleted(deleted=True, id=removed.id)
 
@@ -193,12 +195,12 @@ def _knowledge_routes(services: Services) -> APIRouter:
         hits = await knowledge.search(caller, body.query, limit=body.limit)
         return KnowledgeResults(results=[knowledge_hit_out(h) for h in hits])
 
-    @router.get("/knowledge/{document_id}", responses=error_responses(*_ALWAYS, 404))
-    async def get_document(document_id: str, caller: Caller) -> DocumentOut:
+    @router.get("/knowledge/{document_id}", responses=error_responses(*_ALWAYS, 404, 422))
+    async def get_document(document_id: DocumentId, caller: Caller) -> DocumentOut:
         return document_out(await knowledge.get(caller, document_id))
 
-    @router.delete("/knowledge/{document_id}", responses=error_responses(*_ALWAYS, 404))
-    async def delete_document(document_id: str, caller: Caller) -> Deleted:
+    @router.delete("/knowledge/{document_id}", responses=error_responses(*_ALWAYS, 404, 422))
+    async def delete_document(document_id: DocumentId, caller: Caller) -> Deleted:
         removed = await knowledge.delete(caller, document_id)
         return Deleted(deleted=True, id=removed.id)
 

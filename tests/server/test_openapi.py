@@ -1,0 +1,74 @@
+"""``/openapi.json`` tells the truth (issue 11): each operation lists the error statuses
+it can answer, all with the real error body; every success body is a named model."""
+
+import pytest
+
+ERROR_REF = "#/components/schemas/ErrorResponse"
+# (method, path): the error statuses beyond 401/405/503, which every /api route answers
+EXPECTED = {
+    ("post", "/api/memories"): {400, 403, 413, 422},
+    ("get", "/api/memories"): {403, 422},
+    ("post", "/api/memories/search"): {400, 403, 413, 422},
+    ("get", "/api/memories/{memory_id}"): {404, 422},
+    ("put", "/api/memories/{memory_id}"): {400, 404, 413, 422},
+    ("delete", "/api/memories/{memory_id}"): {404, 422},
+    ("get", "/api/context"): {403, 422},
+    ("post", "/api/knowledge"): {400, 413, 422},
+    ("get", "/api/knowledge"): {422},
+    ("post", "/api/knowledge/search"): {400, 413, 422},
+    ("get", "/api/knowledge/{document_id}"): {404, 422},
+    ("delete", "/api/knowledge/{document_id}"): {404, 422},
+}
+
+
+@pytest.fixture
+async def spec(api):
+    response = await api.get("/openapi.json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def _operations(spec):
+    for path, item in spec["paths"].items():
+        for method, operation in item.items():
+            yield method, path, operation
+
+
+async def test_each_operation_lists_its_error_statuses(spec):
+    found = {
+        (method, path): {int(s) for s in op["responses"] if int(s) >= 400} - {401, 405, 503}
+        for method, path, op in _operations(spec)
+        if path.startswith("/api/")
+    }
+    assert found == EXPECTED
+    for method, path, op in _operations(spec):
+        if path.startswith("/api/"):
+            assert {"401", "405", "503"} <= set(op["responses"]), (method, path)
+
+
+async def test_every_error_has_the_real_body_and_an_example(spec):
+    for _, _, op in _operations(spec):
+        for status, response in op["responses"].items():
+            if int(status) < 400:
+                continue
+            content = response["content"]["application/json"]
+            assert content["schema"] == {"$ref": ERROR_REF}
+            example = content["example"]["error"]  # a null field is left out of examples
+            assert {"code", "message"} <= set(example) <= {"code", "message", "field"}
+    assert "HTTPValidationError" not in spec["components"]["schemas"]
+    error = spec["components"]["schemas"]["ErrorInfo"]
+    assert set(error["required"]) == {"code", "message", "field"}
+
+
+async def test_every_success_body_is_a_named_model(spec):
+    for method, path, op in _operations(spec):
+        ok = [r for s, r in op["responses"].items() if int(s) < 400]
+        assert len(ok) == 1, (method, path)
+        schema = ok[0]["content"]["application/json"]["schema"]
+        assert schema.get("$ref", "").startswith("#/components/schemas/"), (method, path)
+
+
+async def test_request_bodies_carry_examples(spec):
+    schemas = spec["components"]["schemas"]
+    for name in ("MemoryCreate", "SearchRequest", "KnowledgeCreate", "KnowledgeSearch"):
+        assert schemas[name]["examples"], name
