@@ -40,6 +40,7 @@ def create_app(
         description="Two-tier agent memory: scopes, TTL, caps, search, knowledge.",
         lifespan=lifespan,
     )
+    app.state.services = services  # what the app serves from, for operators and tests
     install_error_handlers(app)
     app.include_router(health_route(services))
     app.include_router(api_routes(services))

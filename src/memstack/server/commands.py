@@ -46,6 +46,13 @@ _postgres = click.option(
     default=None,
     help="Server processes; more than 1 needs --redis-url [env MEMSTACK_WORKERS; default 1].",
 )
+@click.option(
+    "--durable",
+    is_flag=True,
+    default=None,
+    help="SQLite synchronous=FULL: acknowledged writes survive power loss, at one fsync per "
+    "write [env MEMSTACK_DURABLE=1; default: synchronous=NORMAL, which survives a crash].",
+)
 def serve(
     db: Path | None,
     postgres_url: str | None,
@@ -53,10 +60,17 @@ def serve(
     host: str | None,
     port: int | None,
     workers: int | None,
+    durable: bool | None,
 ) -> None:
     """Run the memory server (REST API, OpenAPI docs at /docs)."""
     settings = _settings(
-        db=db, postgres_url=postgres_url, redis_url=redis_url, host=host, port=port, workers=workers
+        db=db,
+        postgres_url=postgres_url,
+        redis_url=redis_url,
+        host=host,
+        port=port,
+        workers=workers,
+        durable=durable or None,
     )
     if settings.workers > 1 and not settings.redis_url:
         raise click.UsageError(

@@ -35,6 +35,9 @@ class ServerSettings:
     ltm_max_entries: int = 200
     """``LTM_MAX_ENTRIES``: memories per agent in the long-term tier; 0 = unlimited."""
     max_body_bytes: int = 1_048_576
+    durable: bool = False
+    """``--durable`` / ``MEMSTACK_DURABLE=1``: SQLite ``synchronous=FULL``, so acknowledged
+    writes survive power loss too (one fsync per write; PostgreSQL is durable already)."""
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
 
     @classmethod
@@ -72,6 +75,7 @@ class ServerSettings:
                 0,
                 10_000_000,
             ),
+            durable=_bool(pick("durable", "MEMSTACK_DURABLE"), "MEMSTACK_DURABLE"),
             embedding=EmbeddingSettings.from_env(env),
         )
 
@@ -91,18 +95,31 @@ class ServerSettings:
             "MEMSTACK_WORKERS": str(self.workers),
             "MEMSTACK_STM_MAX_ENTRIES": str(self.stm_max_entries),
             "MEMSTACK_LTM_MAX_ENTRIES": str(self.ltm_max_entries),
+            "MEMSTACK_DURABLE": "1" if self.durable else "0",
         }
 
     @property
     def store_url(self) -> str:
-        return self.postgres_url or f"sqlite:///{self.db}"
+        if self.postgres_url:
+            return self.postgres_url
+        return f"sqlite:///{self.db}" + ("?synchronous=full" if self.durable else "")
 
     @property
     def described(self) -> str:
         """Where the data lives, for the startup banner (no passwords)."""
         long_term = "PostgreSQL" if self.postgres_url else f"SQLite {self.db}"
+        if self.durable and not self.postgres_url:
+            long_term += " (durable: synchronous=FULL)"
         short_term = "Redis" if self.redis_url else "in-process"
         return f"long-term tier: {long_term}; short-term tier: {short_term}"
+
+
+def _bool(raw: str | None, name: str) -> bool:
+    if raw is None or raw.strip().lower() in ("", "0", "false", "no", "off"):
+        return False
+    if raw.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    raise ConfigError(f"{name}={raw!r} must be 1 or 0 (true or false).")
 
 
 def _int(raw: str | None, name: str, default: int, lo: int, hi: int) -> int:

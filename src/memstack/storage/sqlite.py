@@ -47,13 +47,30 @@ _BUSY_TIMEOUT_S = 10.0
 
 class SQLiteBackend:
     """A backend in one SQLite file (or ``":memory:"``); the file's folder is created
-    when missing."""
+    when missing.
 
-    def __init__(self, path: str | PathLike[str], *, cached_namespaces: int = 32) -> None:
+    The journal is WAL with ``synchronous=NORMAL``: a committed write survives a crash
+    of the process, but the last commits may be lost if the machine loses power.
+    ``durable=True`` sets ``synchronous=FULL``, which syncs the WAL on every commit, so
+    they survive power loss too, at the cost of one fsync per write.
+    """
+
+    def __init__(
+        self, path: str | PathLike[str], *, cached_namespaces: int = 32, durable: bool = False
+    ) -> None:
         self.path = str(path)
         self._lock = threading.RLock()
         self._cache = NamespaceCache(cached_namespaces)
-        self._conn: sqlite3.Connection | None = _connect(self.path)
+        self._conn: sqlite3.Connection | None = _connect(self.path, durable=durable)
+
+    @property
+    def synchronous(self) -> str:
+        """The connection's ``PRAGMA synchronous``: ``"NORMAL"`` or ``"FULL"``."""
+        with self._lock:
+            if self._conn is None:
+                raise StoreUnavailable(f"the SQLite store {self.path!r} is closed.")
+            level = self._conn.execute("PRAGMA synchronous").fetchone()[0]
+        return {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}[int(level)]
 
     def setup(self, now: float) -> None:
         with self._write() as conn:
@@ -266,23 +283,36 @@ class SQLiteRecordStore(RecordStore):
         *,
         clock: Clock | None = None,
         cached_namespaces: int = 32,
+        durable: bool = False,
     ) -> None:
         self.path = str(path)
-        super().__init__(SQLiteBackend(path, cached_namespaces=cached_namespaces), clock=clock)
+        backend = SQLiteBackend(path, cached_namespaces=cached_namespaces, durable=durable)
+        super().__init__(backend, clock=clock)
 
     @classmethod
     def from_url(cls, url: str, *, clock: Clock | None = None) -> SQLiteRecordStore:
-        """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://:memory:``."""
+        """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://:memory:``;
+        ``?synchronous=full`` opens it durable (see ``SQLiteBackend``)."""
         if not url.startswith("sqlite://"):
             raise ConfigError(f"not a sqlite:// URL: {url!r}; use sqlite:///path/to/file.db.")
-        path = url.removeprefix("sqlite://")
+        path, _, query = url.removeprefix("sqlite://").partition("?")
         path = path.removeprefix("/") if path != "/:memory:" else ":memory:"
         if not path:
             raise ConfigError(f"{url!r} names no file; use sqlite:///path/to/file.db.")
-        return cls(path, clock=clock)
+        return cls(path, clock=clock, durable=_durable(url, query))
 
 
-def _connect(path: str) -> sqlite3.Connection:
+def _durable(url: str, query: str) -> bool:
+    if query.lower() in ("", "synchronous=normal"):
+        return False
+    if query.lower() == "synchronous=full":
+        return True
+    raise ConfigError(
+        f"{url!r}: the only option of a sqlite:// URL is ?synchronous=full (or normal)."
+    )
+
+
+def _connect(path: str, *, durable: bool = False) -> sqlite3.Connection:
     with _translated(path):
         try:
             if path != ":memory:":
@@ -297,7 +327,7 @@ def _connect(path: str) -> sqlite3.Connection:
             ) from exc
         try:
             conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
             _ensure_pow(conn)
         except BaseException:
             conn.close()
