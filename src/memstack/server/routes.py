@@ -32,6 +32,7 @@ from memstack.server.schemas import (
     ScopeName,
     SearchRequest,
     SearchResults,
+    context_out,
     document_out,
     document_summary,
     hit_out,
@@ -40,9 +41,8 @@ from memstack.server.schemas import (
 )
 from memstack.server.services import Services
 from memstack.store import knowledge as kb
-from memstack.store.knowledge import render_knowledge
 from memstack.store.principal import Principal
-from memstack.store.render import render_memories
+from memstack.store.prompt import prompt_context
 from memstack.store.service import MAX_LIST_LIMIT, MAX_LIST_OFFSET
 
 __all__ = ["api_routes", "health_route"]
@@ -153,16 +153,16 @@ def _memory_routes(services: Services) -> APIRouter:
     ) -> ContextOut:
         """What to inject before the agent runs: the ``<memories>`` block and, for a
         query, the ``<knowledge>`` block."""
-        found = await memories.context(caller, agent_id=agent_id, session_id=session_id)
-        memories_block = render_memories(found, budget_chars=budget)
-        hits = await knowledge.search(caller, query, limit=5) if query else []
-        knowledge_block = render_knowledge(hits, budget_chars=max(200, budget // 2))
-        return ContextOut(
-            memories=[memory_out(m) for m in found],
-            memories_block=memories_block,
-            knowledge_block=knowledge_block,
-            prompt="\n\n".join(b for b in (memories_block, knowledge_block) if b),
+        found = await prompt_context(
+            memories,
+            knowledge,
+            caller,
+            agent_id=agent_id,
+            session_id=session_id,
+            query=query,
+            budget=budget,
         )
+        return context_out(found)
 
     return router
 

@@ -26,6 +26,7 @@ from memstack.store.knowledge import (
     Document,
     KnowledgeHit,
 )
+from memstack.store.prompt import PromptContext
 from memstack.store.service import SearchHit
 from memstack.store.types import MAX_KEY_CHARS, MAX_VALUE_CHARS, Memory
 
@@ -291,6 +292,15 @@ def hit_out(hit: SearchHit) -> SearchHitOut:
         score=hit.score,
         similarity=hit.similarity,
         keyword=hit.keyword,
+    )
+
+
+def context_out(found: PromptContext) -> ContextOut:
+    return ContextOut(
+        memories=[memory_out(m) for m in found.memories],
+        memories_block=found.memories_block,
+        knowledge_block=found.knowledge_block,
+        prompt=found.prompt,
     )
 
 
