@@ -76,7 +76,7 @@ def test_bench_server_spawns_a_throwaway_server_and_measures_its_cpu(tmp_path: P
     )
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
-    assert report["mode"] == "spawn" and report["errors"] == 0
+    assert report["mode"] == "spawn" and report["errors"] == 0 and report["durable"] is False
     assert report["requests"] > 0 and set(report["by_operation"]) == {"store", "search", "list"}
     assert report["mix"] == {"store": 0.5, "search": 0.25, "list": 0.25}
     assert report["server_cpu_ms_per_request"] > 0
@@ -97,6 +97,7 @@ def test_bench_server_spawns_a_throwaway_server_and_measures_its_cpu(tmp_path: P
         (["--spawn", "--url", "http://127.0.0.1:9"], "not both"),
         (["--url", "http://127.0.0.1:9"], "--url needs --api-key"),
         (["--server-pid", "1"], "--server-pid goes with --url"),
+        (["--url", "http://127.0.0.1:9", "--api-key", "k", "--durable"], "spawned server"),
         (["--mix", "1,2"], "store,search,list"),
     ],
 )

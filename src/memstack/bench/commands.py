@@ -367,6 +367,11 @@ def ingest(
     help="Start a throwaway server on a temporary SQLite file (the default without --url).",
 )
 @click.option("--url", default=None, help="Drive this running server instead (with --api-key).")
+@click.option(
+    "--durable",
+    is_flag=True,
+    help="Spawn the server with --durable (SQLite synchronous=FULL) to measure its cost.",
+)
 @click.option("--api-key", envvar="MEMSTACK_API_KEY", help="With --url [env MEMSTACK_API_KEY].")
 @click.option(
     "--server-pid",
@@ -393,6 +398,7 @@ def ingest(
 def server(
     spawn: bool,
     url: str | None,
+    durable: bool,
     api_key: str | None,
     server_pid: int | None,
     clients: int,
@@ -419,6 +425,8 @@ def server(
         raise click.UsageError("give --spawn or --url, not both")
     if url and not api_key:
         raise click.UsageError("--url needs --api-key KEY (or MEMSTACK_API_KEY)")
+    if url and durable:
+        raise click.UsageError("--durable goes with a spawned server; start yours with it")
     if not url and server_pid is not None:
         raise click.UsageError("--server-pid goes with --url; a spawned server is measured anyway")
     ctx = click.get_current_context()
@@ -428,7 +436,7 @@ def server(
         clients=clients, duration=duration, max_requests=max_requests, mix=_mix(mix)
     )
     try:
-        summary = _server_bench(options, url, api_key, server_pid, embedder_kind)
+        summary = _server_bench(options, url, api_key, server_pid, embedder_kind, durable)
     except MemstackError as exc:
         raise click.ClickException(str(exc)) from exc
     except httpx.HTTPError as exc:
@@ -445,6 +453,7 @@ def _server_bench(
     api_key: str | None,
     server_pid: int | None,
     embedder_kind: str,
+    durable: bool = False,
 ) -> dict[str, object]:
     from memstack.bench.inprocess import replay_in_process
     from memstack.bench.load import delete_memories
@@ -454,9 +463,11 @@ def _server_bench(
 
     run_id = uuid.uuid4().hex[:8]
     extra: dict[str, object] = {"mode": "url" if url else "spawn", "embedder": embedder_kind}
+    extra["durable"] = durable
     with contextlib.ExitStack() as stack:
         if url is None or api_key is None:
-            spawned = stack.enter_context(spawned_server(embedder_kind))
+            server_args = ["--durable"] if durable else []
+            spawned = stack.enter_context(spawned_server(embedder_kind, server_args=server_args))
             url, api_key, server_pid = spawned.url, spawned.api_key, spawned.pid
             extra["spawned"] = {"tenant": spawned.tenant, "db": str(spawned.db), "pid": spawned.pid}
         bar = click.progressbar(length=int(options.duration), label="load", file=sys.stderr)

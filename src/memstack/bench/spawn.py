@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +45,7 @@ _NOT_INHERITED: Final = (
     "STM_MAX_ENTRIES",
     "MEMSTACK_LTM_MAX_ENTRIES",
     "LTM_MAX_ENTRIES",
+    "MEMSTACK_DURABLE",
 )
 
 
@@ -59,16 +60,22 @@ class SpawnedServer:
 
 @contextmanager
 def spawned_server(
-    embedder_kind: str, *, startup_timeout: float = 120.0, env: Mapping[str, str] | None = None
+    embedder_kind: str,
+    *,
+    startup_timeout: float = 120.0,
+    env: Mapping[str, str] | None = None,
+    server_args: Sequence[str] = (),
 ) -> Iterator[SpawnedServer]:
-    """Run a server with embedder ``local`` or ``hash`` until the block ends."""
+    """Run a server with embedder ``local`` or ``hash`` until the block ends;
+    ``server_args`` go to ``memstack serve`` (``["--durable"]``)."""
     child_env = _child_env(os.environ if env is None else env, embedder_kind)
     with tempfile.TemporaryDirectory(prefix="memstack-bench-server-") as tmp:
         db = Path(tmp) / "bench.db"
         tenant = f"bench-{uuid.uuid4().hex[:10]}"
         key = _create_key(db, tenant, child_env)
-        command = [*_memstack(), "serve", "--db", str(db), "--host", "127.0.0.1"]
-        command += ["--port", str(_free_port())]
+        port = _free_port()
+        command = [*_memstack(), "serve", *server_args, "--db", str(db), "--host", "127.0.0.1"]
+        command += ["--port", str(port)]
         log_path = Path(tmp) / "server.log"
         with log_path.open("wb") as log:
             process = subprocess.Popen(
@@ -78,7 +85,7 @@ def spawned_server(
                 stderr=subprocess.STDOUT,
             )
             try:
-                url = f"http://127.0.0.1:{command[-1]}"
+                url = f"http://127.0.0.1:{port}"
                 _wait_until_ready(url, process, log_path, startup_timeout)
                 yield SpawnedServer(url=url, api_key=key, tenant=tenant, pid=process.pid, db=db)
             finally:
