@@ -15,6 +15,8 @@ root           owner                                           parts
 ``kb``         knowledge documents                             tenant, ``docs``/``chunks``
 ``auth``       API keys                                        ``keys``
 ``bank``       durable MemoryBank                              [bank name]
+``lg``         LangGraph store (``MemstackStore``)             store name, LangGraph labels
+``oas``        Agents SDK sessions (``MemstackSession``)       session id
 =============  ==============================================  ===========================
 
 The encoded form is ``root/part/part``, each part with ``%`` and ``/`` percent-encoded,
@@ -30,7 +32,7 @@ from memstack.errors import InvalidInput
 
 __all__ = ["ROOTS", "Namespace", "NamespaceRoot", "decode_part", "encode_part"]
 
-NamespaceRoot = Literal["ltm", "mem", "memidx", "memepoch", "kb", "auth", "bank"]
+NamespaceRoot = Literal["ltm", "mem", "memidx", "memepoch", "kb", "auth", "bank", "lg", "oas"]
 ROOTS: Final[tuple[str, ...]] = get_args(NamespaceRoot)
 
 

@@ -1,0 +1,389 @@
+"""MemstackStore against LangGraph's own store behaviour.
+
+The cases are ported from LangGraph's store tests (libs/checkpoint/tests/test_store.py,
+written for its InMemoryStore) and run on every memstack backend; LangGraph's
+character-count fake embeddings are replaced by memstack's HashEmbedder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
+
+from memstack.adapters.langgraph import MemstackStore
+from memstack.clock import ManualClock
+from memstack.embeddings import HashEmbedder
+from memstack.errors import InvalidInput
+from memstack.storage import RecordStore
+
+LISTING = [
+    ("a", "b", "c"),
+    ("a", "b", "d", "e"),
+    ("a", "b", "d", "i"),
+    ("a", "b", "f"),
+    ("a", "c", "f"),
+    ("b", "a", "f"),
+    ("users", "123"),
+    ("users", "456", "settings"),
+    ("admin", "users", "789"),
+]
+
+
+@pytest.fixture
+def plain(records: RecordStore) -> MemstackStore:
+    return MemstackStore(records)
+
+
+@pytest.fixture
+def semantic(records: RecordStore, embedder: HashEmbedder) -> MemstackStore:
+    return MemstackStore(records, embedder=embedder)
+
+
+# -- namespaces (test_list_namespaces_*) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"prefix": ("a", "b")}, LISTING[:4]),
+        ({"suffix": ("f",)}, [("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f")]),
+        ({"prefix": ("a",), "suffix": ("f",)}, [("a", "b", "f"), ("a", "c", "f")]),
+        (
+            {"prefix": ("a", "b"), "max_depth": 3},
+            [("a", "b", "c"), ("a", "b", "d"), ("a", "b", "f")],
+        ),
+        ({"prefix": ("a", "b"), "limit": 2}, [("a", "b", "c"), ("a", "b", "d", "e")]),
+        ({"prefix": ("a", "b"), "offset": 2}, [("a", "b", "d", "i"), ("a", "b", "f")]),
+        ({"prefix": ("a", "*", "f")}, [("a", "b", "f"), ("a", "c", "f")]),
+        ({"suffix": ("*", "f")}, [("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f")]),
+        ({"prefix": ("nonexistent",)}, []),
+        ({"prefix": ("users", "123")}, [("users", "123")]),
+        ({"prefix": ("users",)}, [("users", "123"), ("users", "456", "settings")]),
+        ({"max_depth": 1}, [("a",), ("admin",), ("b",), ("users",)]),
+        ({}, sorted(LISTING)),
+    ],
+)
+def test_list_namespaces(
+    plain: MemstackStore, options: dict[str, Any], expected: list[tuple[str, ...]]
+) -> None:
+    for i, ns in enumerate(LISTING):
+        plain.put(ns, f"id_{i}", {"data": f"value_{i:02d}"})
+    assert plain.list_namespaces(**options) == expected
+
+
+def test_list_namespaces_pagination_and_empty_store(plain: MemstackStore) -> None:
+    assert plain.list_namespaces() == []
+    for i in range(20):
+        plain.put(("namespace", f"sub_{i:02d}"), f"id_{i:02d}", {"data": i})
+    for offset in (0, 5, 15):
+        page = plain.list_namespaces(prefix=("namespace",), limit=5, offset=offset)
+        assert page == [("namespace", f"sub_{i:02d}") for i in range(offset, offset + 5)]
+
+
+def test_a_label_that_only_starts_like_the_prefix_is_not_under_it(plain: MemstackStore) -> None:
+    plain.put(("ab",), "k", {"x": 1})
+    plain.put(("a", "b"), "k", {"x": 2})
+    assert plain.list_namespaces(prefix=("a",)) == [("a", "b")]
+    assert [i.value for i in plain.search(("a",))] == [{"x": 2}]
+
+
+def test_a_deleted_namespace_is_no_longer_listed(plain: MemstackStore) -> None:
+    plain.put(("x", "y"), "k", {"v": 1})
+    plain.delete(("x", "y"), "k")
+    assert plain.list_namespaces() == []
+
+
+# -- namespace labels (test_cannot_put_empty_namespace) -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "namespace", [(), ("the", "thing.about"), ("some", "fun", ""), ("langgraph", "foo")]
+)
+async def test_invalid_namespaces_are_refused(
+    plain: MemstackStore, namespace: tuple[str, ...]
+) -> None:
+    with pytest.raises(InvalidNamespaceError):
+        plain.put(namespace, "foo", {"foo": "bar"})
+    with pytest.raises(InvalidNamespaceError):
+        await plain.aput(namespace, "foo", {"foo": "bar"})
+
+
+async def test_langgraph_label_below_the_root_works(semantic: MemstackStore) -> None:
+    doc = {"foo": "bar"}
+    ns = ("foo", "langgraph", "foo")
+    await semantic.aput(ns, "bar", doc)
+    assert (await semantic.aget(ns, "bar")).value == doc  # type: ignore[union-attr]
+    assert (await semantic.asearch(ns, query="bar"))[0].value == doc
+    await semantic.adelete(ns, "bar")
+    assert await semantic.aget(ns, "bar") is None
+    # past the public put API, as LangGraph's own test does
+    semantic.batch([PutOp(("langgraph", "foo"), "bar", doc)])
+    assert semantic.get(("langgraph", "foo"), "bar").value == doc  # type: ignore[union-attr]
+    assert semantic.search(("langgraph", "foo"))[0].value == doc
+
+
+# -- put / get / delete ---------------------------------------------------------------------
+
+
+def test_put_get_update_delete_keeps_created_at(plain: MemstackStore, clock: ManualClock) -> None:
+    plain.put(("users", "u1"), "prefs", {"food": "tea"})
+    first = plain.get(("users", "u1"), "prefs")
+    assert first is not None and first.value == {"food": "tea"}
+    assert first.namespace == ("users", "u1") and first.key == "prefs"
+    clock.advance(60)
+    plain.put(("users", "u1"), "prefs", {"food": "coffee"})
+    second = plain.get(("users", "u1"), "prefs")
+    assert second is not None and second.value == {"food": "coffee"}
+    assert second.created_at == first.created_at
+    assert (second.updated_at - first.updated_at).total_seconds() == 60
+    assert plain.get(("users", "u2"), "prefs") is None
+    plain.delete(("users", "u1"), "prefs")
+    assert plain.get(("users", "u1"), "prefs") is None
+
+
+def test_batch_reads_see_the_store_before_its_writes(plain: MemstackStore) -> None:
+    plain.put(("t",), "a", {"n": 0})
+    results = plain.batch(
+        [
+            PutOp(("t",), "a", {"n": 1}),
+            GetOp(("t",), "a"),
+            PutOp(("t",), "b", {"n": 2}),
+            PutOp(("t",), "b", {"n": 3}),
+            SearchOp(("t",)),
+            PutOp(("t",), "a", None),
+        ]
+    )
+    assert results[0] is None and results[2] is None
+    assert results[1].value == {"n": 0}  # type: ignore[union-attr]
+    assert [i.value for i in results[4]] == [{"n": 0}]  # type: ignore[union-attr]
+    assert plain.get(("t",), "a") is None
+    assert plain.get(("t",), "b").value == {"n": 3}  # type: ignore[union-attr]
+
+
+async def test_async_api(semantic: MemstackStore) -> None:
+    await semantic.aput(("docs",), "d1", {"text": "the quick brown fox"})
+    await semantic.aput(("docs",), "d2", {"text": "a lazy dog sleeps"})
+    assert (await semantic.aget(("docs",), "d1")).value["text"] == "the quick brown fox"  # type: ignore[union-attr]
+    assert (await semantic.asearch(("docs",), query="lazy dog"))[0].key == "d2"
+    assert await semantic.alist_namespaces() == [("docs",)]
+    results = await semantic.abatch([GetOp(("docs",), "d2"), SearchOp(("docs",), limit=1)])
+    assert results[0].key == "d2"  # type: ignore[union-attr]
+    assert len(results[1]) == 1  # type: ignore[arg-type]
+
+
+def test_search_without_query_lists_newest_updates_first(
+    plain: MemstackStore, clock: ManualClock
+) -> None:
+    for i in range(5):
+        plain.put(("p",), f"k{i}", {"i": i})
+        clock.advance(1)
+    plain.put(("p", "deeper"), "k9", {"i": 9})
+    assert [r.key for r in plain.search(("p",), limit=3)] == ["k9", "k4", "k3"]
+    assert [r.key for r in plain.search(("p",), limit=3, offset=3)] == ["k2", "k1", "k0"]
+    assert all(r.score is None for r in plain.search(("p",)))
+
+
+# -- semantic search (test_vector_*) --------------------------------------------------------
+
+
+def test_vector_insert_with_auto_embedding(semantic: MemstackStore) -> None:
+    docs = [
+        ("doc1", {"text": "short text"}),
+        ("doc2", {"text": "longer text document"}),
+        ("doc3", {"text": "longest text document here"}),
+        ("doc4", {"description": "text in description field"}),
+        ("doc5", {"content": "text in content field"}),
+        ("doc6", {"body": "text in body field"}),
+    ]
+    for key, value in docs:
+        semantic.put(("test",), key, value)
+    results = semantic.search(("test",), query="long text")
+    keys = [r.key for r in results]
+    assert "doc2" in keys and "doc3" in keys
+    assert all(r.score is not None for r in results)
+    assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)  # type: ignore[type-var]
+
+
+def test_vector_update_with_embedding(semantic: MemstackStore) -> None:
+    semantic.put(("test",), "doc1", {"text": "zany zebra Xerxes"})
+    semantic.put(("test",), "doc2", {"text": "something about dogs"})
+    semantic.put(("test",), "doc3", {"text": "text about birds"})
+    initial = semantic.search(("test",), query="Zany Xerxes")
+    assert initial[0].key == "doc1"
+    initial_score = initial[0].score
+    assert initial_score is not None
+
+    semantic.put(("test",), "doc1", {"text": "new text about dogs"})
+    after = semantic.search(("test",), query="Zany Xerxes")
+    after_score = next(r.score for r in after if r.key == "doc1")
+    assert after_score is not None and after_score < initial_score
+    new = semantic.search(("test",), query="new text about dogs")
+    assert new[0].key == "doc1" and new[0].score is not None and new[0].score > after_score
+
+    semantic.put(("test",), "doc4", {"text": "new text about dogs"}, index=False)
+    top = semantic.search(("test",), query="new text about dogs", limit=3)
+    assert "doc4" not in [r.key for r in top]
+    everything = semantic.search(("test",), query="new text about dogs", limit=10)
+    assert everything[-1].key == "doc4" and everything[-1].score is None
+
+
+def test_vector_search_with_filters(semantic: MemstackStore) -> None:
+    docs = [
+        ("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
+        ("doc2", {"text": "red car", "color": "red", "score": 3.0}),
+        ("doc3", {"text": "green apple", "color": "green", "score": 4.0}),
+        ("doc4", {"text": "blue car", "color": "blue", "score": 3.5}),
+    ]
+    for key, value in docs:
+        semantic.put(("test",), key, value)
+
+    results = semantic.search(("test",), query="apple", filter={"color": "red"})
+    assert [r.key for r in results][:1] == ["doc1"] and len(results) == 2
+    results = semantic.search(("test",), query="car", filter={"color": "red"})
+    assert [r.key for r in results][:1] == ["doc2"] and len(results) == 2
+    results = semantic.search(("test",), query="bbbbluuu", filter={"score": {"$gt": 3.2}})
+    assert results[0].key == "doc4" and len(results) == 3
+    results = semantic.search(
+        ("test",), query="apple", filter={"score": {"$gte": 4.0}, "color": "green"}
+    )
+    assert [r.key for r in results] == ["doc3"]
+
+
+@pytest.mark.parametrize(
+    ("filter", "expected"),
+    [
+        ({"color": "red"}, ["a", "b"]),
+        ({"color": {"$ne": "red"}}, ["c", "d"]),
+        ({"n": {"$lt": 2}}, ["a", "b"]),
+        ({"n": {"$lte": 2, "$gt": 0}}, ["b", "c"]),
+        ({"meta": {"tag": "x"}}, ["a", "c"]),  # a nested dict matches as a subset
+        ({"tags": ["p", "q"]}, ["d"]),
+        ({"missing": {"$gt": 1}}, []),
+        ({"color": "red", "meta": {"tag": "y"}}, ["b"]),
+    ],
+)
+def test_filters_follow_langgraph_rules(
+    plain: MemstackStore, filter: dict[str, Any], expected: list[str]
+) -> None:
+    values = {
+        "a": {"color": "red", "n": 0, "meta": {"tag": "x", "k": 1}},
+        "b": {"color": "red", "n": 1, "meta": {"tag": "y"}},
+        "c": {"color": "blue", "n": 2, "meta": {"tag": "x"}},
+        "d": {"color": "green", "n": 3, "tags": ["p", "q"]},
+    }
+    for key, value in values.items():
+        plain.put(("f",), key, value)
+    assert sorted(r.key for r in plain.search(("f",), filter=filter)) == expected
+
+
+def test_a_filter_that_keeps_few_fetches_deeper(semantic: MemstackStore) -> None:
+    for i in range(60):
+        semantic.put(("many",), f"k{i:02d}", {"text": f"note number {i}", "n": i})
+    results = semantic.search(("many",), query="note", filter={"n": {"$gte": 55}}, limit=10)
+    assert sorted(r.key for r in results) == [f"k{i}" for i in range(55, 60)]
+
+
+def test_vector_search_pagination(semantic: MemstackStore) -> None:
+    for i in range(5):
+        semantic.put(("test",), f"doc{i}", {"text": f"test document number {i}"})
+    page1 = semantic.search(("test",), query="test", limit=2)
+    page2 = semantic.search(("test",), query="test", limit=2, offset=2)
+    assert len(page1) == 2 and len(page2) == 2
+    assert not {r.key for r in page1} & {r.key for r in page2}
+    assert len(semantic.search(("test",), query="test", limit=10)) == 5
+
+
+def test_search_spans_the_namespaces_under_the_prefix(semantic: MemstackStore) -> None:
+    semantic.put(("u", "1"), "a", {"text": "green tea in the morning"})
+    semantic.put(("u", "2"), "b", {"text": "black coffee at night"})
+    semantic.put(("v",), "c", {"text": "green tea in the morning"})
+    results = semantic.search(("u",), query="green tea")
+    assert [(r.namespace, r.key) for r in results] == [(("u", "1"), "a"), (("u", "2"), "b")]
+
+
+def test_index_fields_choose_what_is_embedded(records: RecordStore, embedder: HashEmbedder) -> None:
+    # after test_embed_with_path: one vector per item, of its index fields' texts
+    store = MemstackStore(records, embedder=embedder, fields=["key0", "key1"])
+    store.put(("test",), "doc1", {"key0": "alpha", "key1": "beta", "key2": "gamma"})
+    store.put(("test",), "doc2", {"key0": "delta", "key1": "epsilon", "key2": "alpha"})
+    store.put(("test",), "doc3", {"key0": "omega", "key2": "alpha"}, index=["key2"])
+    store.put(("test",), "doc4", {"key0": "alpha"}, index=False)
+    results = store.search(("test",), query="alpha")
+    assert [r.key for r in results][:2] in (["doc1", "doc3"], ["doc3", "doc1"])
+    assert results[0].score > results[2].score  # type: ignore[operator]
+    assert (results[-1].key, results[-1].score) == ("doc4", None)
+
+
+def test_non_ascii(semantic: MemstackStore) -> None:
+    texts = ["这是中文", "これは日本語です", "이건 한국어야", "Это русский", "यह रूसी है"]
+    for i, text in enumerate(texts, start=1):
+        semantic.put(("user_123", "memories"), str(i), {"text": text})
+    for i, text in enumerate(texts, start=1):
+        assert semantic.search(("user_123", "memories"), query=text)[0].key == str(i)
+
+
+def test_without_an_embedder_a_query_ranks_by_keywords(plain: MemstackStore) -> None:
+    plain.put(("k",), "tea", {"text": "Alice drinks green tea"})
+    plain.put(("k",), "code", {"text": "Alice writes a compiler in Rust"})
+    results = plain.search(("k",), query="compiler")
+    assert [r.key for r in results] == ["code"] and results[0].score is not None
+
+
+# -- TTL ------------------------------------------------------------------------------------
+
+
+def test_ttl_expires_items_and_reads_restart_it(plain: MemstackStore, clock: ManualClock) -> None:
+    plain.put(("s",), "k", {"v": 1}, ttl=1)  # minutes
+    plain.put(("s",), "quiet", {"v": 2}, ttl=1)
+    clock.advance(45)
+    assert plain.get(("s",), "k") is not None  # restarts k's minute
+    assert plain.get(("s",), "quiet", refresh_ttl=False) is not None
+    clock.advance(45)
+    assert plain.get(("s",), "k") is not None
+    assert plain.get(("s",), "quiet") is None
+    clock.advance(61)
+    assert plain.get(("s",), "k") is None
+    assert plain.search(("s",)) == [] and plain.list_namespaces() == []
+
+
+def test_a_default_ttl_applies_to_puts(records: RecordStore, clock: ManualClock) -> None:
+    store = MemstackStore(records, ttl={"default_ttl": 2})
+    store.put(("d",), "k", {"v": 1})
+    store.put(("d",), "forever", {"v": 2}, ttl=None)
+    clock.advance(121)
+    assert store.get(("d",), "k") is None
+    assert store.get(("d",), "forever") is not None
+
+
+# -- bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda s: s.put(("b",), "k", {"when": object()}), "value['when']"),
+        (lambda s: s.put(("b",), "k", {"v": 1}, ttl=-5), "ttl"),
+        (lambda s: s.search(("b",), filter={"n": {"$regex": "x"}}), "filter.n"),
+        (lambda s: s.search(("b",), filter={"n": {"$gt": "x"}}), "filter.n"),
+    ],
+)
+def test_bad_input_names_the_field(plain: MemstackStore, call, field: str) -> None:
+    plain.put(("b",), "k", {"n": 1})
+    with pytest.raises(InvalidInput) as caught:
+        call(plain)
+    assert caught.value.field == field
+    assert plain.get(("b",), "k").value == {"n": 1}  # type: ignore[union-attr]
+
+
+def test_fields_must_be_a_list(records: RecordStore) -> None:
+    with pytest.raises(InvalidInput, match=r"pass a list: \['text'\]"):
+        MemstackStore(records, fields="text")
+
+
+def test_two_store_names_keep_their_items_apart(records: RecordStore) -> None:
+    one, two = MemstackStore(records, name="one"), MemstackStore(records, name="two")
+    one.put(("ns",), "k", {"owner": "one"})
+    assert two.get(("ns",), "k") is None
+    assert two.search(("ns",)) == [] and two.list_namespaces() == []
