@@ -13,6 +13,7 @@ import click
 from memstack import __version__
 from memstack.agents.commands import agent
 from memstack.bench.commands import bench
+from memstack.mcp.commands import mcp
 from memstack.server.commands import keys, serve
 from memstack.tools import Tool
 from memstack.working import MEMORY_TOOLS_PROMPT, memory_tools
@@ -28,6 +29,7 @@ main.add_command(agent)
 main.add_command(bench)
 main.add_command(serve)
 main.add_command(keys)
+main.add_command(mcp)
 
 
 @main.group()

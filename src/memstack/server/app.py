@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from memstack import __version__
+from memstack.mcp.http import mount_mcp
 from memstack.server.errors import BodyLimit, install_error_handlers
 from memstack.server.routes import api_routes, health_route
 from memstack.server.services import Services, services_from_settings
@@ -44,6 +45,7 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health_route(services))
     app.include_router(api_routes(services))
+    mount_mcp(app, services)  # /mcp: the MCP server, behind the same Bearer keys
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     return app
 

@@ -1,0 +1,77 @@
+"""``memstack mcp``: the MCP server over stdio, on the settings of ``memstack serve``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import click
+
+from memstack.errors import MemstackError
+from memstack.server.settings import ServerSettings
+
+__all__ = ["mcp"]
+
+
+@click.command("mcp")
+@click.option(
+    "--db",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="SQLite file of the long-term tier [env MEMSTACK_DB; default .memstack/memstack.db].",
+)
+@click.option(
+    "--postgres-url", default=None, help="PostgreSQL instead of SQLite [env MEMSTACK_POSTGRES_URL]."
+)
+@click.option(
+    "--redis-url", default=None, help="Redis for the short-term tier [env MEMSTACK_REDIS_URL]."
+)
+@click.option(
+    "--durable",
+    is_flag=True,
+    default=None,
+    help="SQLite synchronous=FULL [env MEMSTACK_DURABLE=1].",
+)
+@click.option(
+    "--agent-id",
+    envvar="MEMSTACK_AGENT_ID",
+    default=None,
+    help="The agent store_memory and get_context act for when a call names none "
+    "[env MEMSTACK_AGENT_ID].",
+)
+def mcp(
+    db: Path | None,
+    postgres_url: str | None,
+    redis_url: str | None,
+    durable: bool | None,
+    agent_id: str | None,
+) -> None:
+    """Run the MCP server over stdio, for Claude Desktop, Cursor or Claude Code.
+
+    The API key comes from MEMSTACK_API_KEY (see `memstack keys create`); the data from
+    the same settings as `memstack serve`.
+    """
+    try:
+        from memstack.mcp import require_sdk
+
+        require_sdk()
+        from memstack.mcp.stdio import API_KEY_ENV, serve_stdio
+        from memstack.server.services import services_from_settings
+
+        settings = ServerSettings.from_env(
+            os.environ,
+            db=db,
+            postgres_url=postgres_url,
+            redis_url=redis_url,
+            durable=durable or None,
+        )
+        services = services_from_settings(settings)
+    except MemstackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    try:
+        asyncio.run(serve_stdio(services, os.environ.get(API_KEY_ENV), default_agent=agent_id))
+    except MemstackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        services.close()

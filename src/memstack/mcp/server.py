@@ -1,0 +1,296 @@
+"""The MCP server: memstack's memory tools and the ``<memories>`` resource.
+
+A thin adapter, as REST is: each tool is one call into the services the server runs on
+(``MemoryStore``, ``KnowledgeBase``, ``prompt_context``), returns the REST API's JSON
+shape (``memstack.server.schemas``), and turns the service's errors into MCP tool
+errors carrying the service's message. Who is calling comes from ``caller``: the key
+given at start over stdio, the request's Bearer key over HTTP.
+
+No ``from __future__ import annotations`` here: the SDK reads the tool signatures.
+"""
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from memstack import __version__
+from memstack.errors import MemstackError, StoreUnavailable
+from memstack.server.schemas import (
+    ID_RULE,
+    ContextOut,
+    Deleted,
+    KnowledgeResults,
+    MemoryOut,
+    MemoryPageOut,
+    SearchResults,
+    Ttl,
+    context_out,
+    hit_out,
+    knowledge_hit_out,
+    memory_out,
+)
+from memstack.server.services import Services
+from memstack.store.principal import Principal
+from memstack.store.prompt import MAX_BUDGET, MIN_BUDGET, prompt_context
+from memstack.store.service import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_SEARCH_LIMIT
+from memstack.store.types import MAX_KEY_CHARS, MAX_VALUE_CHARS
+
+__all__ = ["CONTEXT_RESOURCE", "Caller", "build_server"]
+
+Caller = Callable[[], Awaitable[Principal]]
+"""Resolves the principal of the current call (raises ``ToolError`` when there is none)."""
+
+CONTEXT_RESOURCE = "memstack://context/{agent_id}"
+
+INSTRUCTIONS = (
+    "memstack keeps memories for agents. Call get_context before you answer to see what is "
+    "remembered; call store_memory to remember a fact, a preference or a decision under a "
+    "short key (the same key again updates it); use search_memories to find older ones."
+)
+
+AgentId = Annotated[str, Field(min_length=1, max_length=128, description=f"The agent. {ID_RULE}")]
+SessionId = Annotated[
+    str | None, Field(default=None, min_length=1, max_length=128, description=ID_RULE)
+]
+ScopeName = Literal["session", "agent", "global"]
+MemoryId = Annotated[
+    str, Field(min_length=1, max_length=200, description="A memory's id (mem_...).")
+]
+
+
+def build_server(
+    services: Services, caller: Caller, *, default_agent: str | None = None
+) -> MCPServer:
+    """An MCP server over ``services``; ``default_agent`` is the agent ``store_memory``
+    and ``get_context`` act for when the call names none."""
+    server: MCPServer = MCPServer(
+        "memstack",
+        title="memstack memory",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        # The SDK logs at INFO by default; the server's operators chose its log level.
+        log_level="WARNING",
+    )
+    _memory_tools(server, services, caller, default_agent)
+    _context_tools(server, services, caller, default_agent)
+    return server
+
+
+def _memory_tools(
+    server: MCPServer, services: Services, caller: Caller, default_agent: str | None
+) -> None:
+    memories = services.memories
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False)
+
+    @server.tool(
+        description=(
+            "Store a memory that persists across conversations. Use a short descriptive key; "
+            "storing the same key again (same agent and scope) updates it. Scope: 'agent' "
+            "(default) for this agent, 'session' for one session (give session_id), 'global' "
+            "to share with every agent."
+        ),
+        annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True),
+    )
+    async def store_memory(
+        key: Annotated[
+            str, Field(min_length=1, max_length=MAX_KEY_CHARS, description="Short descriptive key")
+        ],
+        value: Annotated[
+            str,
+            Field(min_length=1, max_length=MAX_VALUE_CHARS, description="The content to remember"),
+        ],
+        scope: Annotated[
+            ScopeName, Field(description="session, agent (default), or global")
+        ] = "agent",
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="Optional metadata tags")
+        ] = None,
+        agent_id: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=128,
+                description="The agent the memory belongs to; the server's default agent "
+                "when omitted.",
+            ),
+        ] = None,
+        session_id: SessionId = None,
+        ttl: Annotated[
+            Ttl, Field(description="When it expires: an ISO 8601 time, or seconds from now.")
+        ] = None,
+    ) -> MemoryOut:
+        async with _tool_errors():
+            memory = await memories.store(
+                await caller(),
+                agent_id=_agent(agent_id, default_agent),
+                key=key,
+                value=value,
+                scope=scope,
+                session_id=session_id,
+                metadata=metadata,
+                ttl=ttl,
+            )
+        return memory_out(memory)
+
+    @server.tool(
+        description="Search memories by meaning and keywords (hybrid, default), keywords "
+        "only (text) or meaning only (semantic); best first, with scores.",
+        annotations=read_only,
+    )
+    async def search_memories(
+        query: Annotated[str, Field(min_length=1, max_length=MAX_VALUE_CHARS)],
+        agent_id: Annotated[
+            str | None,
+            Field(min_length=1, max_length=128, description="Only this agent's (and global)."),
+        ] = None,
+        scope: ScopeName | None = None,
+        session_id: SessionId = None,
+        key: Annotated[str | None, Field(min_length=1, max_length=MAX_KEY_CHARS)] = None,
+        mode: Literal["hybrid", "text", "semantic"] = "hybrid",
+        limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = 10,
+    ) -> SearchResults:
+        async with _tool_errors():
+            hits = await memories.search(
+                await caller(),
+                query,
+                agent_id=agent_id,
+                scope=scope,
+                session_id=session_id,
+                key=key,
+                mode=mode,
+                limit=limit,
+            )
+        return SearchResults(results=[hit_out(h) for h in hits])
+
+    @server.tool(description="A page of memories, newest first.", annotations=read_only)
+    async def list_memories(
+        agent_id: Annotated[str | None, Field(min_length=1, max_length=128)] = None,
+        scope: ScopeName | None = None,
+        session_id: SessionId = None,
+        key: Annotated[str | None, Field(min_length=1, max_length=MAX_KEY_CHARS)] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 50,
+        offset: Annotated[int, Field(ge=0, le=MAX_LIST_OFFSET)] = 0,
+    ) -> MemoryPageOut:
+        async with _tool_errors():
+            page = await memories.list(
+                await caller(),
+                agent_id=agent_id,
+                scope=scope,
+                session_id=session_id,
+                key=key,
+                limit=limit,
+                offset=offset,
+            )
+        return MemoryPageOut(
+            memories=[memory_out(m) for m in page.memories],
+            total=page.total,
+            limit=page.limit,
+            offset=page.offset,
+        )
+
+    @server.tool(description="One memory by its id.", annotations=read_only)
+    async def get_memory(memory_id: MemoryId) -> MemoryOut:
+        async with _tool_errors():
+            memory = await memories.get(await caller(), memory_id)
+        return memory_out(memory)
+
+    @server.tool(
+        description="Delete a memory by its id, from every tier.",
+        annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
+    )
+    async def delete_memory(memory_id: MemoryId) -> Deleted:
+        async with _tool_errors():
+            removed = await memories.delete(await caller(), memory_id)
+        return Deleted(deleted=True, id=removed.id)
+
+
+def _context_tools(
+    server: MCPServer, services: Services, caller: Caller, default_agent: str | None
+) -> None:
+    memories, knowledge = services.memories, services.knowledge
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False)
+
+    async def context(
+        agent_id: str | None, session_id: str | None, query: str | None, budget: int
+    ) -> ContextOut:
+        found = await prompt_context(
+            memories,
+            knowledge,
+            await caller(),
+            agent_id=_agent(agent_id, default_agent),
+            session_id=session_id,
+            query=query,
+            budget=budget,
+        )
+        return context_out(found)
+
+    @server.tool(
+        description="What is remembered for an agent, as the <memories> block to read before "
+        "answering (its session's, its own and the global memories) and, for a query, the "
+        "<knowledge> block of the best matching documents.",
+        annotations=read_only,
+    )
+    async def get_context(
+        agent_id: Annotated[
+            str | None,
+            Field(min_length=1, max_length=128, description="The server's default when omitted."),
+        ] = None,
+        session_id: SessionId = None,
+        query: Annotated[str | None, Field(min_length=1, max_length=4_000)] = None,
+        budget: Annotated[
+            int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Characters, at most.")
+        ] = 8_000,
+    ) -> ContextOut:
+        async with _tool_errors():
+            return await context(agent_id, session_id, query, budget)
+
+    @server.tool(
+        description="Search the knowledge documents (added through the API) by meaning and "
+        "keywords; the best passages first.",
+        annotations=read_only,
+    )
+    async def search_knowledge(
+        query: Annotated[str, Field(min_length=1, max_length=4_000)],
+        limit: Annotated[int, Field(ge=1, le=50)] = 5,
+    ) -> KnowledgeResults:
+        async with _tool_errors():
+            hits = await knowledge.search(await caller(), query, limit=limit)
+        return KnowledgeResults(results=[knowledge_hit_out(h) for h in hits])
+
+    @server.resource(
+        CONTEXT_RESOURCE,
+        name="memories",
+        description="The <memories> block of an agent, as get_context returns it.",
+        mime_type="text/plain",
+    )
+    async def memories_block(agent_id: str) -> str:
+        try:
+            return (await context(agent_id, None, None, 8_000)).memories_block
+        except (MemstackError, ToolError) as exc:
+            raise ResourceError(str(exc)) from exc
+
+
+def _agent(agent_id: str | None, default_agent: str | None) -> str:
+    chosen = agent_id or default_agent
+    if chosen is None:
+        raise ToolError(
+            "agent_id is required: name the agent the memory is for, or start the server with "
+            "a default agent (`memstack mcp --agent-id NAME`)."
+        )
+    return chosen
+
+
+@asynccontextmanager
+async def _tool_errors() -> AsyncIterator[None]:
+    """The service's errors as MCP tool errors, with the service's message."""
+    try:
+        yield
+    except StoreUnavailable as exc:
+        raise ToolError(f"a backing store is unavailable: {exc}; try again later.") from exc
+    except MemstackError as exc:
+        raise ToolError(str(exc)) from exc

@@ -1,0 +1,155 @@
+"""``memstack mcp`` over stdio, spawned as a subprocess and driven by the official client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from mcp.types import CallToolResult, TextContent
+
+from memstack.cli import main
+from memstack.server.services import open_records
+from memstack.store.keys import ApiKeys
+from tests.mcp.conftest import EMBEDDER_ENV, Keys, mcp_command, stdio_client
+
+TOOLS = {
+    "store_memory",
+    "search_memories",
+    "list_memories",
+    "get_memory",
+    "delete_memory",
+    "get_context",
+    "search_knowledge",
+}
+
+
+def ok(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    structured: dict[str, Any] | None = result.structured_content
+    assert structured is not None
+    return structured
+
+
+def error_text(result: CallToolResult) -> str:
+    assert result.is_error
+    assert isinstance(result.content[0], TextContent)
+    return result.content[0].text
+
+
+async def test_stdio_stores_searches_and_injects(db: Path, keys: Keys):
+    async with stdio_client(db, keys.acme, "--agent-id", "bot") as client:
+        listed = await client.list_tools()
+        assert {t.name for t in listed.tools} == TOOLS
+        store = next(t for t in listed.tools if t.name == "store_memory")
+        assert store.input_schema["required"] == ["key", "value"]  # spec 004's parameters
+
+        stored = ok(
+            await client.call_tool(
+                "store_memory", {"key": "language", "value": "The user prefers French."}
+            )
+        )
+        assert (stored["agent_id"], stored["scope"]) == ("bot", "agent")  # the default agent
+        ok(
+            await client.call_tool(
+                "store_memory",
+                {"key": "stack", "value": "Python 3.12 and FastAPI.", "scope": "global"},
+            )
+        )
+
+        found = ok(await client.call_tool("search_memories", {"query": "French", "limit": 1}))
+        assert [h["memory"]["id"] for h in found["results"]] == [stored["id"]]
+        assert ok(await client.call_tool("get_memory", {"memory_id": stored["id"]})) == stored
+        page = ok(await client.call_tool("list_memories", {"agent_id": "bot"}))
+        assert page["total"] == 2
+
+        context = ok(await client.call_tool("get_context", {}))
+        assert '<memory key="language" scope="agent">' in context["memories_block"]
+        assert '<memory key="stack" scope="global">' in context["memories_block"]
+        resource = await client.read_resource("memstack://context/bot")
+        assert resource.contents[0].text == context["memories_block"]  # type: ignore[union-attr]
+
+        ok(await client.call_tool("delete_memory", {"memory_id": stored["id"]}))
+        after = ok(await client.call_tool("search_memories", {"query": "French"}))
+        assert stored["id"] not in [h["memory"]["id"] for h in after["results"]]
+
+
+# (tool, arguments, words the error must carry: the field at fault and the fix)
+BAD_CALLS: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("store_memory", {"key": "k", "value": "v", "scope": "session"}, ["session_id"]),
+    ("store_memory", {"key": "k", "value": "v", "ttl": "yesterday"}, ["ttl", "ISO 8601"]),
+    (
+        "store_memory",
+        {"key": "aws", "value": "AKIAIOSFODNN7EXAMPLE is the key"},
+        ["secret", "never kept"],
+    ),
+    ("store_memory", {"key": "k", "value": "v", "agent_id": "billing"}, ["billing", "limited"]),
+    ("store_memory", {"key": "", "value": "v"}, ["key", "at least 1 character"]),
+    ("get_memory", {"memory_id": "mem_nope"}, ["no memory 'mem_nope'"]),
+    ("get_context", {"budget": 10}, ["budget", "greater than or equal to 200"]),
+    ("search_memories", {"query": "x", "mode": "fuzzy"}, ["mode", "hybrid"]),
+]
+
+
+async def test_stdio_bad_calls_are_tool_errors_with_the_service_message(db: Path, keys: Keys):
+    async with stdio_client(db, keys.acme_bot_only, "--agent-id", "bot") as client:
+        for tool, arguments, words in BAD_CALLS:
+            text = error_text(await client.call_tool(tool, arguments))
+            for word in words:
+                assert word in text, (tool, arguments, text)
+        # Nothing of it was stored.
+        assert ok(await client.call_tool("list_memories", {}))["total"] == 0
+
+
+async def test_stdio_without_a_default_agent_asks_for_one(db: Path, keys: Keys):
+    async with stdio_client(db, keys.acme) as client:
+        text = error_text(await client.call_tool("store_memory", {"key": "k", "value": "v"}))
+        assert "agent_id is required" in text and "--agent-id" in text
+
+
+async def test_stdio_scopes_every_call_by_the_key_s_tenant(db: Path, keys: Keys):
+    async with stdio_client(db, keys.acme, "--agent-id", "bot") as client:
+        mine = ok(await client.call_tool("store_memory", {"key": "k", "value": "acme's plan"}))
+    async with stdio_client(db, keys.other, "--agent-id", "bot") as client:
+        assert ok(await client.call_tool("search_memories", {"query": "plan"}))["results"] == []
+        text = error_text(await client.call_tool("get_memory", {"memory_id": mine["id"]}))
+        assert "no memory" in text
+
+
+async def test_a_key_revoked_while_the_server_runs_stops_working(db: Path, keys: Keys):
+    async with stdio_client(db, keys.acme, "--agent-id", "bot") as client:
+        ok(await client.call_tool("list_memories", {}))
+        records = open_records(f"sqlite:///{db}")
+        try:
+            api_keys = ApiKeys(records)
+            for info in api_keys.list(tenant="acme"):
+                if info.active and info.agents is None:
+                    api_keys.revoke(info.id)
+        finally:
+            records.close()
+        text = error_text(await client.call_tool("list_memories", {}))
+        assert "revoked" in text
+
+
+@pytest.mark.parametrize(
+    ("which", "args", "words"),
+    [
+        (None, [], ["MEMSTACK_API_KEY is not set", "memstack keys create"]),
+        ("wrong", [], ["MEMSTACK_API_KEY is not a valid API key", "memstack keys create"]),
+        ("revoked", [], ["MEMSTACK_API_KEY is not a valid API key"]),
+        ("acme_bot_only", ["--agent-id", "billing"], ["may not act for agent 'billing'"]),
+    ],
+)
+def test_a_missing_or_wrong_key_fails_at_start(
+    db: Path, keys: Keys, which: str | None, args: list[str], words: list[str]
+):
+    key = {None: None, "wrong": "msk_0123456789abcdef_" + "x" * 43}.get(which) or (
+        getattr(keys, which) if which else None
+    )
+    env = {"MEMSTACK_API_KEY": key, "MEMSTACK_AGENT_ID": None, **EMBEDDER_ENV}
+    result = CliRunner().invoke(main, mcp_command(db, *args)[3:], env=env, input="")
+    assert result.exit_code == 1
+    assert result.stdout == ""  # stdout is the protocol's channel
+    for word in words:
+        assert word in result.stderr, result.stderr
