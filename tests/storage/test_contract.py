@@ -30,6 +30,7 @@ def test_upsert_then_get_round_trips_every_field(store: RecordStore) -> None:
         last_accessed_at=T0 - 5,
         expires_at=T0 + 3600,
         embedding=[0.1, -2.0, 3.5, 1e-7],
+        context="Bob: the turn before\nAlice: the turn after 🦊",
     )
     store.upsert([record, rec("r2", embedding=None)])
     got = store.get("ns", ["r1", "r2"])
@@ -442,6 +443,23 @@ def test_text_search_ranks_more_matching_words_higher(store: RecordStore) -> Non
     assert ids([h.record for h in hits]) == ["both", "one"]
     assert hits[0].score > hits[1].score > 0
     assert ids([h.record for h in store.text_search("ns", "brown fox", k=1)]) == ["both"]
+
+
+def test_text_search_reads_the_context_beside_the_text(store: RecordStore) -> None:
+    store.upsert(
+        [
+            rec("turn", text="Alice: 5 years already!", context="Bob: how long married?"),
+            rec("other", text="Alice: married in Lisbon"),
+        ]
+    )
+    assert ids([h.record for h in store.text_search("ns", "married", k=5)]) == ["other", "turn"]
+    assert ids([h.record for h in store.text_search("ns", "years", k=5)]) == ["turn"]
+    # a new context replaces the old one in the keyword index
+    store.upsert([rec("turn", text="Alice: 5 years already!", context="Bob: anniversary?")])
+    assert ids([h.record for h in store.text_search("ns", "married", k=5)]) == ["other"]
+    assert ids([h.record for h in store.text_search("ns", "anniversary", k=5)]) == ["turn"]
+    [got] = store.get("ns", ["turn"])
+    assert got.text == "Alice: 5 years already!" and got.context == "Bob: anniversary?"
 
 
 def test_text_search_ignores_stop_words_unless_they_are_all_there_is(store: RecordStore) -> None:

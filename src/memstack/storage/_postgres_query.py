@@ -58,20 +58,22 @@ def quote_schema(schema: str) -> str:
 def columns() -> str:
     return (
         "r.namespace, r.id, r.text, r.metadata, r.kind, r.importance, r.created_at,"
-        " r.updated_at, r.last_accessed_at, r.expires_at, r.embedding"
+        " r.updated_at, r.last_accessed_at, r.expires_at, r.embedding, r.context"
     )
 
 
 def upsert_sql(schema: str) -> str:
     return f"""
 INSERT INTO {schema}.records (namespace, id, text, metadata, kind, importance, created_at,
-                              updated_at, last_accessed_at, expires_at, embedding, dim)
-VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %b, %s)
+                              updated_at, last_accessed_at, expires_at, embedding, dim,
+                              context)
+VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %b, %s, %s)
 ON CONFLICT (namespace, id) DO UPDATE SET
     text = EXCLUDED.text, metadata = EXCLUDED.metadata, kind = EXCLUDED.kind,
     importance = EXCLUDED.importance, created_at = EXCLUDED.created_at,
     updated_at = EXCLUDED.updated_at, last_accessed_at = EXCLUDED.last_accessed_at,
-    expires_at = EXCLUDED.expires_at, embedding = EXCLUDED.embedding, dim = EXCLUDED.dim
+    expires_at = EXCLUDED.expires_at, embedding = EXCLUDED.embedding, dim = EXCLUDED.dim,
+    context = EXCLUDED.context
 """
 
 
@@ -191,6 +193,7 @@ def record_params(record: Record) -> tuple[Any, ...]:
         record.expires_at,
         embedding,
         None if embedding is None else int(embedding.shape[0]),
+        record.context,
     )
 
 
@@ -210,6 +213,7 @@ def record_from_row(row: Sequence[Any]) -> Record:
         last_accessed_at=row[8],
         expires_at=row[9],
         embedding=None if row[10] is None else _array(row[10]),
+        context=row[11],
     )
 
 

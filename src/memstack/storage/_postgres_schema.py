@@ -97,4 +97,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " WITH (m = 16, ef_construction = 64) WHERE dim = 384",
     ),
     ("ALTER TABLE {schema}.records SET (fillfactor = 75)",),
+    (
+        # Keyword search reads a record's context beside its text: the generated tsv
+        # column is re-made over both (a generated expression cannot be altered in place).
+        "ALTER TABLE {schema}.records ADD COLUMN context text",
+        "ALTER TABLE {schema}.records DROP COLUMN tsv",
+        "ALTER TABLE {schema}.records ADD COLUMN tsv tsvector GENERATED ALWAYS AS"
+        " (to_tsvector('english'::regconfig, text || ' ' || coalesce(context, ''))) STORED",
+        "CREATE INDEX records_tsv ON {schema}.records USING gin (tsv)",
+    ),
 )

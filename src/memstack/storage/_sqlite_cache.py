@@ -146,7 +146,7 @@ class NamespaceCache:
 
 def _put(entry: _Entry, record: Record) -> None:
     if entry.words is not None:
-        entry.words.put(record.id, record.text, record.expires_at)
+        entry.words.put(record.id, record.keyword_text(), record.expires_at)
     if entry.rows is _UNLOADED:
         return
     if record.embedding is None:
@@ -162,11 +162,12 @@ def _put(entry: _Entry, record: Record) -> None:
 def _load_words(conn: sqlite3.Connection, namespace: str) -> KeywordIndex[str]:
     words: KeywordIndex[str] = KeywordIndex()
     cursor = conn.execute(
-        "SELECT id, text, expires_at FROM records WHERE namespace = ? ORDER BY pk", (namespace,)
+        "SELECT id, text, context, expires_at FROM records WHERE namespace = ? ORDER BY pk",
+        (namespace,),
     )
     while batch := cursor.fetchmany(_FETCH):
-        for id, text, expires_at in batch:
-            words.put(id, text, expires_at)
+        for id, text, context, expires_at in batch:
+            words.put(id, text if not context else f"{text}\n{context}", expires_at)
     return words
 
 

@@ -30,7 +30,7 @@ __all__ = [
 
 COLUMNS = (
     "r.pk, r.namespace, r.id, r.text, r.metadata, r.kind, r.importance, r.created_at,"
-    " r.updated_at, r.last_accessed_at, r.expires_at, r.embedding"
+    " r.updated_at, r.last_accessed_at, r.expires_at, r.embedding, r.context"
 )
 
 ORDER_BY: dict[Order, str] = {
@@ -41,13 +41,14 @@ ORDER_BY: dict[Order, str] = {
 
 UPSERT = """
 INSERT INTO records (namespace, id, text, metadata, kind, importance, created_at,
-                     updated_at, last_accessed_at, expires_at, embedding, dim)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     updated_at, last_accessed_at, expires_at, embedding, dim, context)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (namespace, id) DO UPDATE SET
     text = excluded.text, metadata = excluded.metadata, kind = excluded.kind,
     importance = excluded.importance, created_at = excluded.created_at,
     updated_at = excluded.updated_at, last_accessed_at = excluded.last_accessed_at,
-    expires_at = excluded.expires_at, embedding = excluded.embedding, dim = excluded.dim
+    expires_at = excluded.expires_at, embedding = excluded.embedding, dim = excluded.dim,
+    context = excluded.context
 """
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -121,6 +122,7 @@ def record_params(record: Record) -> tuple[Any, ...]:
         record.expires_at,
         None if embedding is None else embedding.astype("<f4").tobytes(),
         None if embedding is None else int(embedding.shape[0]),
+        record.context,
     )
 
 
@@ -139,6 +141,7 @@ def record_from_row(row: Sequence[Any]) -> Record:
         last_accessed_at=row[9],
         expires_at=row[10],
         embedding=None if blob is None else decode_vector(blob),
+        context=row[12],
     )
 
 

@@ -12,6 +12,8 @@ caller's write transaction, so a schema change is all or nothing.
 - ``records_fts`` (1) was dropped by 3, when keyword ranking moved in process.
 - ``namespace_info`` (2) keeps each namespace's embedding dimension and model, so a
   write checks them with one lookup instead of scanning records.
+- ``records.context`` (4): text that keyword search reads beside ``text`` (a turn's
+  neighbours), never rendered as the memory.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "DROP TRIGGER records_fts_update",
         "DROP TABLE records_fts",
     ),
+    ("ALTER TABLE records ADD COLUMN context TEXT",),
 )
 
 

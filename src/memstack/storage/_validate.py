@@ -258,6 +258,7 @@ def check_record(record: object, field: str) -> Record:
             if record.embedding is None
             else check_vector(record.embedding, f"{field}.embedding")
         ),
+        context=None if record.context is None else check_text(record.context, f"{field}.context"),
     )
 
 

@@ -51,7 +51,7 @@ class _Space:
             if self.vectors is None:
                 self.vectors = VectorRows(record.embedding.shape[0])
             self.vectors.put(record.id, record.embedding, record.expires_at)
-        self.words.put(record.id, record.text, record.expires_at)
+        self.words.put(record.id, record.keyword_text(), record.expires_at)
 
     def remove(self, id: str) -> Record | None:
         record = self.records.pop(id, None)

@@ -39,6 +39,14 @@ class Record:
     last_accessed_at: float | None = None
     expires_at: float | None = None
     embedding: Vector | None = field(default=None, compare=False, repr=False)
+    context: str | None = None
+    """Text that helps find the record but is not the record: for a conversation turn, its
+    neighbouring turns and the session date. Keyword search reads it beside ``text``; it
+    is never rendered as the memory itself."""
+
+    def keyword_text(self) -> str:
+        """What keyword search indexes: the text, then the context."""
+        return self.text if not self.context else f"{self.text}\n{self.context}"
 
 
 @dataclass(frozen=True, kw_only=True)
