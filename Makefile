@@ -13,7 +13,7 @@ $(BIN)/python:
 
 # Runtime install (no dev tools); re-run when the project's metadata changes.
 $(VENV)/.runtime: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[server]"
+	$(BIN)/python -m pip install --quiet -e ".[server,mcp]"
 	@touch $@
 
 # Runtime plus the dev dependency group (pytest, mypy, ruff, ...).
