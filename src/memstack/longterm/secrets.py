@@ -1,65 +1,282 @@
-"""looks_like_secret(): the trust boundary in front of every long-term write (spec 001).
+"""The one secret filter: the trust boundary in front of every durable write (spec 001).
 
-Each pattern is a bounded character class with no nested quantifiers, so a scan is
-linear in the text (no ReDoS). False positives are preferable to persisting a key.
+``secret_kind(text)`` names the first credential shape found in ``text`` (or ``None``);
+``looks_like_secret(text)`` says whether there is one; ``find_secret(fields)`` walks
+structured input (metadata included, keys and values, recursively) and says which field
+holds one. Every write path of memstack calls these, and nothing else decides.
+
+Linear time by construction: the shapes are RE2 regular expressions (google-re2: an
+automaton, no backtracking), so a scan is linear in the text whatever it holds. The shapes
+are grouped in three tiers, each compiled into one alternation and scanned once, most
+specific first, so a key inside an assignment is reported as the key:
+
+1. ``exact``: a distinctive prefix and length (``ghp_``, ``AKIA``, a PEM header...): a
+   match is a secret.
+2. ``framed``: a frame that says "credential here" (``AccountKey=``, ``sig=``, a URL's
+   ``user:pass@``, ``Authorization:``, ``Bearer``, ``sk-``): the value in the frame must
+   also pass a token-ness check.
+3. ``assignment``: a credential noun (``password``, ``token``, ``api key``, ``_SECRET``...)
+   followed by ``=``, ``:``, ``is`` or ``was``, then a value that must pass the check
+   (stricter after prose ``: `` / ``is`` than after code ``=``).
+
+The token-ness checks (``memstack.longterm._tokenness``) keep prose, templates and
+placeholders out: "The password was changed", ``postgres://USER:PASSWORD@HOST/DB``,
+``Bearer <api key>``. A frame whose value fails is skipped and the scan goes on after
+it, so the number of candidates, and the Python work, stays linear too. False positives
+are preferable to persisting a real key.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Final
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
 
-__all__ = ["SECRET_PATTERNS", "looks_like_secret", "secret_kind"]
+import re2
 
-_I = re.IGNORECASE
+from memstack._json import JSON
+from memstack.longterm._tokenness import Level, passes
 
-SECRET_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
-    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}")),
-    ("openai_key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
-    ("stripe_key", re.compile(r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}")),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("aws_secret", re.compile(r"\baws_secret_access_key\b\s{0,5}[:=]", _I)),
-    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
-    ("authorization_header", re.compile(r"\bauthorization\s{0,5}:\s{0,5}\S", _I)),
-    ("bearer_token", re.compile(r"\bbearer\s{1,5}[A-Za-z0-9._~+/=-]{12,}", _I)),
-    ("private_key", re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}")),
-    (
-        "jwt_like",
-        re.compile(r"\b[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}\b"),
+__all__ = [
+    "MAX_CANDIDATES",
+    "SECRET_PATTERNS",
+    "TOO_MANY_CANDIDATES",
+    "SecretShape",
+    "find_secret",
+    "looks_like_secret",
+    "secret_kind",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SecretShape:
+    """One credential shape: ``pattern`` is RE2 syntax over bytes; for framed and
+    assignment shapes, ``judge`` says whether the captured value is a credential."""
+
+    name: str
+    pattern: str
+    judge: Callable[[dict[str, str]], bool] | None = None
+
+
+def _level(level: Level) -> Callable[[dict[str, str]], bool]:
+    return lambda groups: passes(groups["v"], level)
+
+
+def _header(groups: dict[str, str]) -> bool:
+    # With a scheme (``Basic dXNl...``) the password level; without one, only a real
+    # token (not "Authorization: pending approval").
+    return passes(groups["v"], "password" if groups["scheme"] else "token")
+
+
+_PASSWORD_NOUNS: Final = ("pass", "pwd")
+
+
+def _assignment(groups: dict[str, str]) -> bool:
+    # Code (``=``, ``=>``, ``:`` with no space, a quoted key) and any password noun take
+    # the password level; prose after another noun (``secret: the launch``) needs a token.
+    op, noun = groups["o"].strip(), groups["n"].lower()
+    code = "=" in op or groups["q"] != "" or (op == ":" and groups["sp"] == "")
+    if code or noun.startswith(_PASSWORD_NOUNS):
+        return passes(groups["v"], "password")
+    return passes(groups["v"], "token")
+
+
+MAX_CANDIDATES: Final = 512
+"""How many framed values one scan judges before it refuses the text as a whole."""
+TOO_MANY_CANDIDATES: Final = "too_many_candidates"
+
+_VALUE: Final = r"""[^\s"'`,;<>()\[\]{}]{1,64}"""
+
+EXACT: Final = (
+    SecretShape(
+        name="private_key", pattern=r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
     ),
-    (
-        "credential_assignment",
-        re.compile(
-            r"\b(?:api[_-]?key|apikey|access[_-]?key|secret[_-]?key|access[_-]?token|"
-            r"auth[_-]?token|refresh[_-]?token|client[_-]?secret|token|password|passwd|pwd|"
-            r"passphrase|secret)\b[\"']?\s{0,5}(?:=|:|=>)\s{0,5}[\"']?[^\s\"',;]{3,}",
-            _I,
-        ),
+    SecretShape(name="anthropic_key", pattern=r"\bsk-ant-[A-Za-z0-9_-]{16}"),
+    SecretShape(
+        name="openai_key",
+        pattern=r"\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20}|[A-Za-z0-9]{20})",
     ),
-    (
-        "password_statement",
-        re.compile(
-            r"\b(?:password|passcode|passphrase|pin code)\s{1,5}(?:is|was)\s{1,5}\S{3,}", _I
-        ),
+    SecretShape(
+        name="github_token", pattern=r"\b(?:gh[pousr]_[A-Za-z0-9]{30}|github_pat_[A-Za-z0-9_]{22})"
     ),
-    (
-        "connection_string",
-        re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/@]{1,200}:[^\s@/]{1,200}@[^\s]"),
+    SecretShape(name="stripe_key", pattern=r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10}"),
+    SecretShape(name="aws_access_key", pattern=r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    SecretShape(name="slack_token", pattern=r"\bxox[abposr]-[A-Za-z0-9-]{10}"),
+    SecretShape(
+        name="slack_webhook",
+        pattern=r"hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]{16}",
+    ),
+    SecretShape(name="google_api_key", pattern=r"\bAIza[0-9A-Za-z_-]{35}"),
+    SecretShape(name="huggingface_token", pattern=r"\bhf_[A-Za-z0-9]{30}"),
+    SecretShape(name="npm_token", pattern=r"\bnpm_[A-Za-z0-9]{36}"),
+    SecretShape(name="gitlab_token", pattern=r"\bglpat-[A-Za-z0-9_-]{20}"),
+    SecretShape(name="sendgrid_key", pattern=r"\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16}"),
+    SecretShape(name="jwt", pattern=r"\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6}"),
+    SecretShape(
+        name="jwt_like", pattern=r"\b[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20}"
     ),
 )
 
+FRAMED: Final = (
+    SecretShape(
+        name="aws_secret",
+        pattern=r"(?i)aws_secret_access_key[\"']?\s*[:=]\s*[\"']?(?P<v>" + _VALUE + ")",
+        judge=_level("password"),
+    ),
+    SecretShape(
+        name="azure_key",
+        pattern=r"(?i)(?:AccountKey|SharedAccessKey)\s*=\s*(?P<v>[A-Za-z0-9+/=%]{1,64})",
+        judge=_level("token"),
+    ),
+    SecretShape(
+        name="azure_sas", pattern=r"[?&]sig=(?P<v>[A-Za-z0-9%+/=]{1,64})", judge=_level("token")
+    ),
+    SecretShape(
+        name="npm_token",
+        pattern=r"(?i)_authToken\s*=\s*[\"']?(?P<v>" + _VALUE + ")",
+        judge=_level("password"),
+    ),
+    SecretShape(
+        name="connection_string",
+        pattern=r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@]{0,64}:(?P<v>[^\s@/]{1,64})@[^\s/@]",
+        judge=_level("present"),
+    ),
+    SecretShape(
+        name="authorization_header",
+        pattern=r"(?i)\bauthorization[\"']?\s*:\s*[\"']?"
+        r"(?:(?P<scheme>bearer|basic|token|bot|digest)\s+)?(?P<v>[A-Za-z0-9._~+/=-]{1,64})",
+        judge=_header,
+    ),
+    SecretShape(
+        name="bearer_token",
+        pattern=r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{1,64})",
+        judge=_level("token"),
+    ),
+)
+
+ASSIGNMENT: Final = (
+    SecretShape(
+        name="password_statement",
+        pattern=r"(?i)pass(?:word|wd|phrase|code)[ \t]+(?:is|was)[ \t]*:?[ \t]*[\"']?"
+        r"(?P<v>" + _VALUE + ")",
+        judge=_level("password"),
+    ),
+    SecretShape(
+        name="credential_assignment",
+        pattern=r"(?i)(?P<n>pass(?:word|wd|phrase|code)|pwd|secret|token|api[ _-]?key|apikey|"
+        r"access[ _-]?key|auth|credentials?|private[ _-]?key|key)"
+        r"(?:[_-](?:key|base|value|hash|salt|b64|hex))*(?P<q>[\"']?)"
+        r"(?P<o>[ \t]*(?:=>|=|:)|[ \t]+(?:is|was)(?:[ \t]*:)?)(?P<sp>[ \t]*)[\"']?"
+        r"(?P<v>" + _VALUE + ")",
+        judge=_assignment,
+    ),
+)
+
+SECRET_PATTERNS: Final[tuple[SecretShape, ...]] = (*EXACT, *FRAMED, *ASSIGNMENT)
+"""Every shape the filter knows, in the order they are tried."""
+
+
+def _options() -> Any:
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1  # bytes in, one byte per character
+    return options
+
+
+class _Tier:
+    """Shapes compiled into one alternation. Each alternative is wrapped in a marker
+    group ``_<i>`` so a match says which shape it is; named groups are renamed per shape."""
+
+    def __init__(self, shapes: tuple[SecretShape, ...]) -> None:
+        self.shapes = shapes
+        parts = [f"(?P<_{i}>{_rename(s.pattern, i)})" for i, s in enumerate(shapes)]
+        self.regex: Any = re2.compile("|".join(parts).encode(), options=_options())
+        names = {name.decode(): index for name, index in self.regex.groupindex.items()}
+        self.markers = [names[f"_{i}"] for i in range(len(shapes))]
+        self.groups = [
+            {
+                name.removesuffix(f"_{i}"): index
+                for name, index in names.items()
+                if name.endswith(f"_{i}") and name != f"_{i}"
+            }
+            for i in range(len(shapes))
+        ]
+
+    def first(self, data: bytes, budget: int) -> tuple[str | None, int]:
+        """The name of the first shape matched in ``data`` whose value passes its judge,
+        and what is left of ``budget`` (the values the caller still lets it judge)."""
+        pos = 0
+        while (match := self.regex.search(data, pos)) is not None:
+            i = next(i for i, marker in enumerate(self.markers) if match.start(marker) >= 0)
+            shape = self.shapes[i]
+            if shape.judge is None:
+                return shape.name, budget
+            if budget == 0:
+                return TOO_MANY_CANDIDATES, 0
+            if shape.judge(_values(match, self.groups[i])):
+                return shape.name, budget
+            budget -= 1
+            pos = match.end()  # a match is never empty, so the scan moves on
+        return None, budget
+
+
+def _values(match: Any, groups: dict[str, int]) -> dict[str, str]:
+    return {name: (match.group(i) or b"").decode("utf-8", "replace") for name, i in groups.items()}
+
+
+def _rename(pattern: str, i: int) -> str:
+    for group in ("v", "o", "n", "q", "sp", "scheme"):
+        pattern = pattern.replace(f"(?P<{group}>", f"(?P<{group}_{i}>")
+    return pattern
+
+
+_TIERS: Final = (_Tier(EXACT), _Tier(FRAMED), _Tier(ASSIGNMENT))
+
 
 def secret_kind(text: str) -> str | None:
-    """The name of the first credential shape ``text`` matches, or ``None``."""
-    for name, pattern in SECRET_PATTERNS:
-        if pattern.search(text):
-            return name
+    """The name of the most specific credential shape ``text`` contains, or ``None``.
+
+    A text with more than ``MAX_CANDIDATES`` credential frames whose values all look
+    harmless is refused as ``"too_many_candidates"``: no real note holds that many, and
+    judging them all would make the work per write unbounded.
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    budget = MAX_CANDIDATES
+    for tier in _TIERS:
+        kind, budget = tier.first(data, budget)
+        if kind is not None:
+            return kind
     return None
 
 
 def looks_like_secret(text: str) -> bool:
     """True when ``text`` contains anything shaped like a credential."""
     return secret_kind(text) is not None
+
+
+def find_secret(fields: Mapping[str, JSON]) -> tuple[str, str] | None:
+    """The first ``(field, kind)`` whose text holds a credential, or ``None``.
+
+    ``fields`` maps field names to JSON; inside, every string is checked, dict keys too,
+    and a nested field is named by its path (``metadata.auth.token``, ``tags[2]``).
+    """
+    for path, text in _strings(fields):
+        kind = secret_kind(text)
+        if kind is not None:
+            return path, kind
+    return None
+
+
+def _strings(fields: Mapping[str, JSON]) -> Iterator[tuple[str, str]]:
+    stack: list[tuple[str, JSON]] = [
+        (name, value) for name, value in reversed(list(fields.items()))
+    ]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            yield path, value
+        elif isinstance(value, dict):
+            for key, item in reversed(list(value.items())):
+                yield f"{path} key {key[:40]!r}", key
+                stack.append((f"{path}.{key}", item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in reversed(list(enumerate(value))))
