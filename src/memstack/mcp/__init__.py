@@ -13,14 +13,16 @@ extra and says which one to install when it is needed.
 
 from __future__ import annotations
 
-import importlib.util
-
 from memstack.errors import ConfigError
 
 __all__ = ["require_sdk"]
 
 
 def require_sdk() -> None:
-    """Raise ``ConfigError`` naming the extra when the MCP SDK is not installed."""
-    if importlib.util.find_spec("mcp") is None:
-        raise ConfigError('the MCP server needs the official MCP SDK: pip install "memstack[mcp]".')
+    """Raise ``ConfigError`` naming the extra when the MCP SDK cannot be imported."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            'the MCP server needs the official MCP SDK: pip install "memstack[mcp]".'
+        ) from exc

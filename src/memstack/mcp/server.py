@@ -9,8 +9,9 @@ given at start over stdio, the request's Bearer key over HTTP.
 No ``from __future__ import annotations`` here: the SDK reads the tool signatures.
 """
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -68,14 +69,10 @@ def build_server(
 ) -> MCPServer:
     """An MCP server over ``services``; ``default_agent`` is the agent ``store_memory``
     and ``get_context`` act for when the call names none."""
-    server: MCPServer = MCPServer(
-        "memstack",
-        title="memstack memory",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        # The SDK logs at INFO by default; the server's operators chose its log level.
-        log_level="WARNING",
-    )
+    with _root_logging_kept():
+        server: MCPServer = MCPServer(
+            "memstack", title="memstack memory", version=__version__, instructions=INSTRUCTIONS
+        )
     _memory_tools(server, services, caller, default_agent)
     _context_tools(server, services, caller, default_agent)
     return server
@@ -283,6 +280,19 @@ def _agent(agent_id: str | None, default_agent: str | None) -> str:
             "a default agent (`memstack mcp --agent-id NAME`)."
         )
     return chosen
+
+
+@contextmanager
+def _root_logging_kept() -> Iterator[None]:
+    """The SDK's constructor calls ``logging.basicConfig``; the process that embeds the
+    server (``memstack serve``, a host application) keeps its own logging setup."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 @asynccontextmanager
