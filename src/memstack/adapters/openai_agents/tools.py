@@ -10,7 +10,6 @@ given here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from agents import FunctionTool, RunContextWrapper
@@ -18,8 +17,8 @@ from agents import Tool as AgentTool
 from agents.tool_context import ToolContext
 
 from memstack._json import dumps
+from memstack.adapters.tool_loop import call_tool
 from memstack.context import ProcessingContext
-from memstack.errors import ToolInputError
 from memstack.tools import Tool
 
 __all__ = ["function_tool", "function_tools"]
@@ -36,9 +35,11 @@ def function_tools(
 def function_tool(tool: Tool, *, context: ProcessingContext | None = None) -> FunctionTool:
     definition = tool.to_provider_tool()
     fallback = context if context is not None else ProcessingContext()
+    by_name = {definition.name: tool}
 
     async def invoke(run: ToolContext[object], arguments: str) -> str:
-        return await _call(tool, _context_of(run, fallback), arguments)
+        result, _ = await call_tool(by_name, tool.name, arguments, _context_of(run, fallback))
+        return dumps(result)
 
     return FunctionTool(
         name=definition.name,
@@ -47,22 +48,6 @@ def function_tool(tool: Tool, *, context: ProcessingContext | None = None) -> Fu
         on_invoke_tool=invoke,
         strict_json_schema=False,  # memstack schemas have optional fields
     )
-
-
-async def _call(tool: Tool, context: ProcessingContext, arguments: str) -> str:
-    try:
-        params = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
-        return dumps(
-            {
-                "error": f"the arguments of `{tool.name}` were not valid JSON; "
-                "call it again with a JSON object that matches its schema."
-            }
-        )
-    try:
-        return dumps(await tool.process(context, params))
-    except ToolInputError as exc:
-        return dumps({"error": str(exc)})
 
 
 def _context_of(run: RunContextWrapper[object], fallback: ProcessingContext) -> ProcessingContext:
