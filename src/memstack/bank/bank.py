@@ -11,6 +11,7 @@ from memstack.bank._backends import Backend, DictBackend, RecordStoreBackend
 from memstack.bank.tools import bank_tools
 from memstack.clock import Clock, SystemClock
 from memstack.errors import InvalidInput, StoreUnavailable
+from memstack.longterm.secrets import refuse_secrets
 from memstack.storage import Namespace, RecordStore, SQLiteRecordStore
 from memstack.tools import Tool
 
@@ -33,6 +34,9 @@ class MemoryBank:
     ``max_lines`` keeps only the last lines of each write (``None``: no limit);
     truncation happens at write time. Every method is safe to call from several
     threads at once. A rejected write raises ``InvalidInput`` and changes nothing.
+
+    Content shaped like a credential is refused (the secret filter of spec 001, since a
+    durable bank outlives the process); ``secret_filter=False`` turns that off.
     """
 
     def __init__(
@@ -43,8 +47,15 @@ class MemoryBank:
         store: RecordStore | None = None,
         namespace: str = DEFAULT_NAMESPACE,
         clock: Clock | None = None,
+        secret_filter: bool = True,
     ) -> None:
+        if not isinstance(secret_filter, bool):
+            raise InvalidInput(
+                f"secret_filter must be True or False; got {secret_filter!r}.",
+                field="secret_filter",
+            )
         self.max_lines = text.check_max_lines(max_lines)
+        self.secret_filter = secret_filter
         self.namespace = text.check_key(namespace, "namespace")
         self._lock = threading.Lock()
         self._backend: Backend | None = _open_backend(
@@ -63,12 +74,15 @@ class MemoryBank:
     def write(self, key: str, content: str) -> None:
         """Replace the content under ``key`` (keeping its last ``max_lines`` lines).
 
-        Content over ``MAX_CONTENT_BYTES`` after truncation is refused.
+        Content over ``MAX_CONTENT_BYTES`` after truncation is refused, and so is content
+        holding a credential unless the bank was made with ``secret_filter=False``.
         """
         key = text.check_key(key, "key")
         stored = text.check_size(
             text.keep_last_lines(text.check_text(content, "content"), self.max_lines)
         )
+        if self.secret_filter:
+            refuse_secrets({"content": stored}, where="the memory bank")
         with self._lock:
             self._opened().put(key, stored)
 
@@ -109,7 +123,8 @@ class MemoryBank:
 
     def __repr__(self) -> str:
         where = "durable" if self.durable else "in-memory"
-        return f"MemoryBank(max_lines={self.max_lines!r}, {where})"
+        unfiltered = "" if self.secret_filter else ", secret_filter=False"
+        return f"MemoryBank(max_lines={self.max_lines!r}{unfiltered}, {where})"
 
     def _opened(self) -> Backend:
         if self._backend is None:

@@ -26,7 +26,7 @@ from memstack.longterm.scoring import (
     hybrid_score,
     recency,
 )
-from memstack.longterm.secrets import secret_kind
+from memstack.longterm.secrets import find_secret
 from memstack.longterm.types import (
     LTM_KINDS,
     Candidate,
@@ -52,7 +52,8 @@ class LongTermMemory:
     """One user's memories in one collection: recall, remember, forget.
 
     Every write path (``remember``, ``remember_many``, ``remember_conversation``)
-    runs the secret filter, then near-duplicate dedupe, then upsert, then eviction.
+    runs the secret filter over the text and the metadata (keys and values), then
+    near-duplicate dedupe, then upsert, then eviction.
     Storage and embedding work runs in a worker thread, off the event loop.
     """
 
@@ -200,10 +201,10 @@ class LongTermMemory:
         outcomes: list[RememberOutcome | None] = [None] * len(candidates)
         pending: list[int] = []
         for i, candidate in enumerate(candidates):
-            kind = secret_kind(candidate.text)
-            if kind is not None:
+            found = find_secret({"text": candidate.text, "metadata": candidate.metadata})
+            if found is not None:
                 outcomes[i] = RememberOutcome(
-                    status="secret", text=candidate.text, secret_kind=kind
+                    status="secret", text=candidate.text, secret_kind=found.kind
                 )
             else:
                 pending.append(i)

@@ -35,15 +35,18 @@ from typing import Any, Final
 import re2
 
 from memstack._json import JSON
+from memstack.errors import InvalidInput
 from memstack.longterm._tokenness import Level, passes
 
 __all__ = [
     "MAX_CANDIDATES",
     "SECRET_PATTERNS",
     "TOO_MANY_CANDIDATES",
+    "SecretFound",
     "SecretShape",
     "find_secret",
     "looks_like_secret",
+    "refuse_secrets",
     "secret_kind",
 ]
 
@@ -253,30 +256,55 @@ def looks_like_secret(text: str) -> bool:
     return secret_kind(text) is not None
 
 
-def find_secret(fields: Mapping[str, JSON]) -> tuple[str, str] | None:
-    """The first ``(field, kind)`` whose text holds a credential, or ``None``.
+@dataclass(frozen=True, kw_only=True)
+class SecretFound:
+    """Where ``find_secret`` found a credential: ``field`` is a path (``value``,
+    ``metadata.auth.token``, ``tags[2]``); ``in_key`` when a dict key itself is the
+    secret (then ``field`` is the dict holding it). Never holds the secret."""
 
-    ``fields`` maps field names to JSON; inside, every string is checked, dict keys too,
-    and a nested field is named by its path (``metadata.auth.token``, ``tags[2]``).
+    field: str
+    kind: str
+    in_key: bool = False
+
+    def message(self, where: str) -> str:
+        what = f"a key in {self.field}" if self.in_key else self.field
+        return (
+            f"not stored: {what} looks like a secret ({self.kind.replace('_', ' ')}); "
+            f"credentials are never kept in {where}. Remove it and try again."
+        )
+
+
+def find_secret(fields: Mapping[str, JSON]) -> SecretFound | None:
+    """Where the first credential in ``fields`` is, or ``None``.
+
+    ``fields`` maps field names to JSON; inside, every string is checked, dict keys too.
     """
-    for path, text in _strings(fields):
+    for path, text, in_key in _strings(fields):
         kind = secret_kind(text)
         if kind is not None:
-            return path, kind
+            return SecretFound(field=path, kind=kind, in_key=in_key)
     return None
 
 
-def _strings(fields: Mapping[str, JSON]) -> Iterator[tuple[str, str]]:
+def refuse_secrets(fields: Mapping[str, JSON], *, where: str) -> None:
+    """Raise ``InvalidInput`` naming the field when ``fields`` hold a credential;
+    ``where`` completes "credentials are never kept in ..."."""
+    found = find_secret(fields)
+    if found is not None:
+        raise InvalidInput(found.message(where), field=found.field)
+
+
+def _strings(fields: Mapping[str, JSON]) -> Iterator[tuple[str, str, bool]]:
     stack: list[tuple[str, JSON]] = [
         (name, value) for name, value in reversed(list(fields.items()))
     ]
     while stack:
         path, value = stack.pop()
         if isinstance(value, str):
-            yield path, value
+            yield path, value, False
         elif isinstance(value, dict):
             for key, item in reversed(list(value.items())):
-                yield f"{path} key {key[:40]!r}", key
-                stack.append((f"{path}.{key}", item))
+                yield path, key, True
+                stack.append((f"{path}.{key[:40]}", item))
         elif isinstance(value, list):
             stack.extend((f"{path}[{i}]", item) for i, item in reversed(list(enumerate(value))))

@@ -25,7 +25,7 @@ from memstack._json import JSON
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput, NotFound
-from memstack.longterm.secrets import secret_kind
+from memstack.longterm.secrets import refuse_secrets
 from memstack.storage import Filter, Namespace, Record, RecordStore, Vector
 from memstack.storage.hybrid import hybrid_candidates
 from memstack.store.principal import Principal
@@ -92,13 +92,6 @@ class KnowledgeBase:
         clean_tags = _check_tags(tags)
         if source is not None:
             source = _check_str(source, "source", 2_000)
-        kind = secret_kind(f"{title}\n{text}")
-        if kind is not None:
-            raise InvalidInput(
-                f"not stored: the document contains something shaped like a secret "
-                f"({kind.replace('_', ' ')}); remove it first.",
-                field="text",
-            )
         doc = Document(
             id=f"doc_{uuid.uuid4().hex}",
             title=title,
@@ -111,6 +104,13 @@ class KnowledgeBase:
         return doc
 
     def _store(self, tenant: str, doc: Document) -> None:
+        fields: dict[str, JSON] = {
+            "title": doc.title,
+            "text": doc.text,
+            "source": doc.source,
+            "tags": list(doc.tags),
+        }
+        refuse_secrets(fields, where="knowledge")  # here, in the worker thread, off the loop
         passages = check_passages(doc.text)
         vectors = self._embed([f"{doc.title}: {p}" for p in passages])
         meta: dict[str, JSON] = {"title": doc.title, "tags": list(doc.tags), "source": doc.source}

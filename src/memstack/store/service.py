@@ -21,7 +21,7 @@ from memstack._json import JSON, to_json
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput, NotFound
-from memstack.longterm.secrets import secret_kind
+from memstack.longterm.secrets import refuse_secrets
 from memstack.storage import Filter, RecordStore
 from memstack.storage.hybrid import hybrid_candidates
 from memstack.store.ltm import LongTermTier, from_record, memory_filter
@@ -196,13 +196,12 @@ class MemoryStore:
         return await asyncio.to_thread(self._write, changed)
 
     def _write(self, memory: Memory) -> Memory:
-        kind = secret_kind(f"{memory.key} {memory.value}")
-        if kind is not None:
-            raise InvalidInput(
-                f"not stored: the memory looks like a secret ({kind.replace('_', ' ')}); "
-                "credentials are never kept in memory.",
-                field="value",
-            )
+        fields: dict[str, JSON] = {
+            "key": memory.key,
+            "value": memory.value,
+            "metadata": memory.metadata,
+        }
+        refuse_secrets(fields, where="memory")  # here, in the worker thread, off the loop
         existing = self.long_term.get(memory.tenant, memory.id)
         if existing is not None:
             memory = replace(memory, created_at=existing.created_at)
