@@ -6,7 +6,7 @@ import asyncio
 import math
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, TypedDict
 
 import numpy as np
@@ -22,11 +22,24 @@ from memstack.longterm.scoring import (
     KEYWORD_WEIGHT,
     W_IMPORTANCE,
     W_RECENCY,
+    ContextCandidate,
+    ContextTerms,
+    ContextWeights,
     ScoreBreakdown,
+    context_terms,
     hybrid_score,
     recency,
 )
 from memstack.longterm.secrets import find_secret
+from memstack.longterm.turns import (
+    DEFAULT_RADIUS,
+    MAX_SESSION_SCAN,
+    MAX_SPEAKER_CHARS,
+    Turn,
+    check_turn,
+    turn_text,
+    with_context,
+)
 from memstack.longterm.types import (
     LTM_KINDS,
     Candidate,
@@ -36,7 +49,7 @@ from memstack.longterm.types import (
     RememberOutcome,
 )
 from memstack.providers.base import ChatModel, Message
-from memstack.storage import Cap, Record, RecordStore
+from memstack.storage import Cap, Filter, Record, RecordStore
 from memstack.storage.hybrid import HybridHit, hybrid_candidates
 
 __all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "LongTermMemory"]
@@ -69,6 +82,7 @@ class LongTermMemory:
         clock: Clock | None = None,
         owns_store: bool = False,
         keyword_weight: float = KEYWORD_WEIGHT,
+        context_weights: ContextWeights | None = None,
     ) -> None:
         if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0:
             raise InvalidInput(
@@ -85,6 +99,7 @@ class LongTermMemory:
         if not 0 <= keyword_weight <= 1:
             raise InvalidInput("keyword_weight must be from 0 to 1.", field="keyword_weight")
         self.keyword_weight = keyword_weight
+        self.context_weights = context_weights or ContextWeights()
 
     @property
     def namespace(self) -> str:
@@ -121,8 +136,12 @@ class LongTermMemory:
             model_id=self.embedder.model_id,
         )
         now = self.clock.now()
+        terms = context_terms(query, [_context_candidate(h) for h in hits], self.context_weights)
         scored = sorted(
-            ((self._score(hit, now), i) for i, hit in enumerate(hits)),
+            (
+                (self._score(hit, now, term), i)
+                for i, (hit, term) in enumerate(zip(hits, terms, strict=True))
+            ),
             key=lambda pair: pair[0].score,
             reverse=True,
         )[:k]
@@ -134,9 +153,10 @@ class LongTermMemory:
             self.store.touch(self.namespace, [item.id for item in ranked], now)
         return ranked
 
-    def _score(self, hit: HybridHit, now: float) -> ScoreBreakdown:
+    def _score(self, hit: HybridHit, now: float, context: ContextTerms) -> ScoreBreakdown:
         record = hit.record
         return hybrid_score(
+            context=context,
             similarity=hit.similarity,
             keyword=hit.keyword,
             keyword_weight=self.keyword_weight,
@@ -196,6 +216,96 @@ class LongTermMemory:
             prompt, model=self.extraction_model, json_output=True
         )
         return await self.remember_many(parse_candidates(reply.content))
+
+    async def remember_turns(
+        self, turns: Sequence[Turn], *, context_radius: int = DEFAULT_RADIUS
+    ) -> list[RememberOutcome]:
+        """Store conversation turns verbatim, each as ``"<speaker>: <text>"`` with its
+        session date and neighbouring turns as context (``longterm.turns``); no LLM.
+
+        Turns may come one at a time or a whole conversation at once: a later turn
+        updates the context of the ones before it. Each turn passes the secret filter
+        (a refused one is stored nowhere, not even in a neighbour's context); turns are
+        never deduplicated. ``context_radius`` turns before and after make a context
+        (0: none). One outcome per turn, in order.
+        """
+        limit = MAX_TEXT_CHARS - MAX_SPEAKER_CHARS - 2
+        checked = [check_turn(t, i, limit) for i, t in enumerate(turns)]
+        if isinstance(context_radius, bool) or context_radius not in range(11):
+            raise InvalidInput(
+                f"context_radius must be an int from 0 to 10; got {context_radius!r}.",
+                field="context_radius",
+            )
+        if not checked:
+            return []
+        return await asyncio.to_thread(self._remember_turns, checked, context_radius)
+
+    def _remember_turns(self, turns: list[Turn], radius: int) -> list[RememberOutcome]:
+        outcomes: list[RememberOutcome] = []
+        kept: list[int] = []
+        for i, turn in enumerate(turns):
+            text = turn_text(turn)
+            found = find_secret({"text": text, "metadata": turn.metadata})
+            kind = None if found is None else found.kind
+            outcomes.append(RememberOutcome(status="secret", text=text, secret_kind=kind))
+            if found is None:
+                kept.append(i)
+        if not kept:
+            return outcomes
+        vectors = self.embedder.embed_batch([turn_text(turns[i]) for i in kept])
+        now = self.clock.now()
+        sessions: dict[str, list[int]] = {}
+        for row, i in enumerate(kept):
+            sessions.setdefault(turns[i].session_id, []).append(row)
+        upserts: list[Record] = []
+        for session_id, rows in sessions.items():
+            session = self._session_turns(session_id)
+            at = {record.id: n for n, record in enumerate(session)}
+            changed: set[int] = set()
+            seq = 1 + max((_seq(r) for r in session), default=-1)
+            for row in rows:
+                turn = turns[kept[row]]
+                record = Record(
+                    id=turn.id or uuid.uuid4().hex,
+                    namespace=self.namespace,
+                    text=turn_text(turn),
+                    kind="event",
+                    metadata={
+                        **turn.metadata,
+                        "speaker": turn.speaker,
+                        "session_id": session_id,
+                        "turn_seq": seq,
+                    },
+                    created_at=float(turn.time),
+                    updated_at=now,
+                    embedding=vectors[row],
+                )
+                if record.id in at:  # the same turn again: replaced where it stood
+                    n = at[record.id]
+                    session[n] = replace(
+                        record, metadata={**record.metadata, "turn_seq": _seq(session[n])}
+                    )
+                else:
+                    n = at[record.id] = len(session)
+                    session.append(record)
+                    seq += 1
+                changed.update(range(max(0, n - radius), min(len(session), n + radius + 1)))
+                outcomes[kept[row]] = RememberOutcome(
+                    status="stored", text=record.text, id=record.id
+                )
+            upserts.extend(with_context(session, sorted(changed), radius))
+        self.store.write(upserts=upserts, caps=self._caps(), model_id=self.embedder.model_id)
+        return outcomes
+
+    def _session_turns(self, session_id: str) -> list[Record]:
+        """The stored turns of a session (its latest ``MAX_SESSION_SCAN``), in arrival order."""
+        found = self.store.list(
+            self.namespace,
+            filter=Filter(metadata={"session_id": session_id}),
+            limit=MAX_SESSION_SCAN,
+            order="created_desc",
+        )
+        return sorted((r for r in found if _seq(r) >= 0), key=_seq)
 
     def _remember_many(self, candidates: list[Candidate], dedupe: bool) -> list[RememberOutcome]:
         outcomes: list[RememberOutcome | None] = [None] * len(candidates)
@@ -330,6 +440,23 @@ class _Duplicate:
     similarity: float
 
 
+def _seq(record: Record) -> int:
+    """A stored turn's number in its session (-1 for a memory that is not a turn)."""
+    seq = record.metadata.get("turn_seq")
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else -1
+
+
+def _context_candidate(hit: HybridHit) -> ContextCandidate:
+    metadata = hit.record.metadata
+    session, speaker = metadata.get("session_id"), metadata.get("speaker")
+    return ContextCandidate(
+        relevance=hit.relevance,
+        text=hit.record.text,
+        session_id=session if isinstance(session, str) else None,
+        speaker=speaker if isinstance(speaker, str) else None,
+    )
+
+
 class _ItemFields(TypedDict):
     id: str
     text: str
@@ -339,6 +466,7 @@ class _ItemFields(TypedDict):
     updated_at: float
     last_accessed_at: float | None
     metadata: dict[str, JSON]
+    context: str | None
 
 
 def _item_fields(record: Record) -> _ItemFields:
@@ -351,6 +479,7 @@ def _item_fields(record: Record) -> _ItemFields:
         "updated_at": record.updated_at,
         "last_accessed_at": record.last_accessed_at,
         "metadata": record.metadata,
+        "context": record.context,
     }
 
 

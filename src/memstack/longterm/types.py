@@ -46,6 +46,8 @@ class LongTermItem:
     updated_at: float
     last_accessed_at: float | None
     metadata: dict[str, JSON]
+    context: str | None = None
+    """What keyword search read beside the text (a turn's neighbours); not the memory."""
 
 
 @dataclass(frozen=True, kw_only=True)
