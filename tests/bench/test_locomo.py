@@ -183,3 +183,91 @@ def test_bench_locomo_missing_file_is_a_clear_error(tmp_path: Path):
     result = CliRunner().invoke(main, ["bench", "locomo", "--data", str(tmp_path / "nope.json")])
     assert result.exit_code != 0
     assert "no LoCoMo file" in str(result.exception) or "no LoCoMo file" in result.output
+
+
+def test_bench_locomo_ablates_each_mechanism_in_its_own_run(data_file: Path, tmp_path: Path):
+    out = tmp_path / "report.json"
+    args = ["bench", "locomo", "--data", str(data_file), "--store", "memory"]
+    result = CliRunner().invoke(
+        main, [*args, "--embedder", "hash", "--ablate", "context,time", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert set(report["ablations"]) == {"context", "time"}
+    assert set(report["ablations"]["context"]["overall"]) == set(report["overall"])
+    assert "without context" in result.output and "without time" in result.output
+    assert report["halves"] == {}  # the weights were tuned on conversations not in this file
+
+
+def test_bench_locomo_refuses_an_unknown_mechanism(data_file: Path):
+    result = CliRunner().invoke(
+        main, ["bench", "locomo", "--data", str(data_file), "--ablate", "context,magic"]
+    )
+    assert result.exit_code == 2
+    assert "unknown magic" in result.output and "speaker" in result.output
+
+
+async def test_without_context_a_turn_is_found_only_by_its_own_words(tmp_path: Path):
+    from memstack.bench.locomo import run_locomo
+    from memstack.clock import SystemClock
+    from memstack.embeddings import HashEmbedder
+    from memstack.storage import InMemoryRecordStore
+
+    samples, stats = load_locomo(_answer_next_door(tmp_path))
+    runs = {}
+    for off in ([], ["context"]):
+        store = InMemoryRecordStore()
+        store.setup()
+        runs[tuple(off)] = await run_locomo(
+            samples,
+            stats,
+            store=store,
+            store_name="memory",
+            embedder=HashEmbedder(),
+            clock=SystemClock(),
+            off=off,
+        )
+    with_context = runs[()].memstack["overall"]["Hit@5"]
+    without = runs[("context",)].memstack["overall"]["Hit@5"]
+    assert (with_context, without) == (1.0, 0.0)
+
+
+def _answer_next_door(tmp_path: Path) -> Path:
+    """A conversation whose answer shares no word with the question; the turn before it does."""
+    filler = [f"Let us talk about topic number {i} for a while" for i in range(30)]
+    turns = [
+        {"speaker": "Ann" if i % 2 else "Bob", "dia_id": f"D1:{i + 1}", "text": text}
+        for i, text in enumerate(
+            [
+                *filler[:15],
+                "How long have you been married?",
+                "Five wonderful summers",
+                *filler[15:],
+            ]
+        )
+    ]
+    path = tmp_path / "next_door.json"
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "sample_id": "conv-n",
+                    "conversation": {
+                        "speaker_a": "Bob",
+                        "speaker_b": "Ann",
+                        "session_1_date_time": "1:56 pm on 8 May, 2023",
+                        "session_1": turns,
+                    },
+                    "qa": [
+                        {
+                            "question": "How long married?",
+                            "answer": "5 years",
+                            "category": 4,
+                            "evidence": ["D1:17"],
+                        }
+                    ],
+                }
+            ]
+        )
+    )
+    return path

@@ -64,6 +64,13 @@ def bench() -> None:
     "--samples", "max_samples", type=click.IntRange(min=1), help="Only the first N conversations."
 )
 @click.option(
+    "--ablate",
+    default="",
+    metavar="MECHANISMS",
+    help="Comma-separated mechanisms to switch off one at a time for an ablation table: "
+    "context, session, speaker, time (each is a full extra run).",
+)
+@click.option(
     "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
 )
 def locomo(
@@ -73,32 +80,46 @@ def locomo(
     postgres_url: str | None,
     embedder_kind: Literal["local", "hash"],
     max_samples: int | None,
+    ablate: str,
     out: Path | None,
 ) -> None:
     """Recall quality of long-term memory on LoCoMo, beside plain BM25 and pure vector."""
-    from memstack.bench.locomo import run_locomo, scored_questions
+    from memstack.bench.locomo import MECHANISMS, TUNED_ON, run_locomo, scored_questions
     from memstack.bench.locomo_data import load_locomo
     from memstack.bench.report import BM25_REFERENCE, metrics_table, write_json
     from memstack.bench.setup import open_bench_embedder, open_bench_store
     from memstack.clock import SystemClock
 
+    ablations = [name.strip() for name in ablate.split(",") if name.strip()]
+    unknown = sorted(set(ablations) - set(MECHANISMS))
+    if unknown:
+        raise click.BadParameter(
+            f"unknown {', '.join(unknown)}; choose from {', '.join(MECHANISMS)}",
+            param_hint="--ablate",
+        )
     samples, stats = load_locomo(data)
     samples = samples[:max_samples] if max_samples else samples
     total = sum(len(scored_questions(s)) for s in samples)
     embedder = open_bench_embedder(embedder_kind)
     with open_bench_store(store_kind, db=db, postgres_url=postgres_url) as store:
-        with click.progressbar(length=total, label="recalling", file=sys.stderr) as bar:
-            report = asyncio.run(
-                run_locomo(
-                    samples,
-                    stats,
-                    store=store,
-                    store_name=store_kind,
-                    embedder=embedder,
-                    clock=SystemClock(),
-                    progress=bar.update,
+        runs = {}
+        for name in ["", *dict.fromkeys(ablations)]:
+            label = f"without {name}" if name else "recalling"
+            with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+                runs[name] = asyncio.run(
+                    run_locomo(
+                        samples,
+                        stats,
+                        store=store,
+                        store_name=store_kind,
+                        embedder=embedder,
+                        clock=SystemClock(),
+                        progress=bar.update,
+                        off=[name] if name else [],
+                    )
                 )
-            )
+    report = runs.pop("")
+    report.ablations = {name: run.memstack for name, run in runs.items()}
     payload = report.to_json()
     click.echo(
         f"LoCoMo retrieval: {payload['questions']} questions from {len(samples)} conversations "
@@ -120,6 +141,14 @@ def locomo(
         f"query embedding alone p50 {report.embed_ms['p50']:.1f} ms "
         f"(recall / embedding {report.recall_over_embed}x)"
     )
+    if report.halves:
+        click.echo(f"\nweights tuned on {', '.join(TUNED_ON)}; checked on the rest:")
+        click.echo(metrics_table({name: h["overall"] for name, h in report.halves.items()}))
+    if report.ablations:
+        click.echo("\nablation (one mechanism off per row):")
+        table = {"all on": report.memstack["overall"]}
+        table |= {f"without {name}": a["overall"] for name, a in report.ablations.items()}
+        click.echo(metrics_table(table))
     if stats.evidence_dropped:
         click.echo(f"evidence ids naming no turn, dropped: {', '.join(stats.evidence_dropped)}")
     if out:

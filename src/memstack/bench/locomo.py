@@ -1,17 +1,24 @@
 """``memstack bench locomo``: recall quality of long-term memory on LoCoMo-schema data.
 
-Each turn is stored through the public LongTermMemory API as one memory,
-``[<session date>] <speaker>: <text>``, dated by its session; each question of
-categories 1-4 with evidence is recalled, and the ranking is scored against the
-evidence turns. A plain BM25 and a pure-vector ranking over the same memories are
-scored beside it.
+Each conversation is stored as a user would store it, through
+``LongTermMemory.remember_turns``: every turn a memory ``<speaker>: <text>`` dated by its
+session, with its neighbours as context. Each question of categories 1-4 with evidence is
+recalled, and the ranking is scored against the evidence turns. A plain BM25 and a
+pure-vector ranking over the turns (``[<session date>] <speaker>: <text>``) are scored
+beside it.
+
+Mechanisms (``MECHANISMS``) can be switched off one at a time for an ablation table:
+``context`` stores the turns without context, the others zero their weight in
+``ContextWeights``. The weights were chosen on the first half of the development split
+(``TUNED_ON``); the report gives that half and the other half apart.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final
 
 from memstack.bench.bm25 import BM25
 from memstack.bench.locomo_data import LoadStats, Question, Sample
@@ -19,12 +26,17 @@ from memstack.bench.metrics import QuestionResult, Summary, aggregate, score_ran
 from memstack.bench.report import percentiles
 from memstack.clock import Clock
 from memstack.embeddings import Embedder
-from memstack.longterm import Candidate, Collection, LongTermMemory
+from memstack.longterm import Collection, LongTermMemory
+from memstack.longterm.scoring import ContextWeights
+from memstack.longterm.turns import DEFAULT_RADIUS, Turn
 from memstack.storage import RecordStore
 
-__all__ = ["LocomoReport", "run_locomo"]
+__all__ = ["MECHANISMS", "TUNED_ON", "LocomoReport", "run_locomo"]
 
 K = 10
+MECHANISMS: Final = ("context", "session", "speaker", "time")
+TUNED_ON: Final = ("conv-26", "conv-30", "conv-41")
+"""The conversations the recall weights were chosen on; the rest checks them."""
 
 
 @dataclass(kw_only=True)
@@ -39,6 +51,10 @@ class LocomoReport:
     load: LoadStats
     store: str
     embedder: str
+    halves: dict[str, Summary] = field(default_factory=dict)
+    """``tuned`` (the ``TUNED_ON`` conversations) and ``other``, when both are there."""
+    ablations: dict[str, Summary] = field(default_factory=dict)
+    """Per mechanism switched off, the same run without it."""
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -61,6 +77,14 @@ class LocomoReport:
             },
             "store": self.store,
             "embedder": self.embedder,
+            "halves": {
+                name: {"overall": h["overall"], "questions": h["questions"]}
+                for name, h in self.halves.items()
+            },
+            "ablations": {
+                name: {"overall": a["overall"], "per_category": a["per_category"]}
+                for name, a in self.ablations.items()
+            },
             "data": {
                 "samples": self.load.samples,
                 "turns": self.load.turns,
@@ -85,8 +109,17 @@ async def run_locomo(
     embedder: Embedder,
     clock: Clock,
     progress: Callable[[int], None] = lambda n: None,
+    off: Iterable[str] = (),
 ) -> LocomoReport:
+    """One run with the mechanisms in ``off`` switched off (see ``MECHANISMS``)."""
+    off = set(off)
+    unknown = sorted(off - set(MECHANISMS))
+    if unknown:
+        raise ValueError(f"unknown mechanisms {unknown}; choose from {', '.join(MECHANISMS)}")
+    weights = replace(ContextWeights(), **{name: 0.0 for name in off if name != "context"})
+    radius = 0 if "context" in off else DEFAULT_RADIUS
     ours: list[QuestionResult] = []
+    by_sample: dict[str, list[QuestionResult]] = {}
     bm25: list[QuestionResult] = []
     vector: list[QuestionResult] = []
     ingest_seconds = 0.0
@@ -100,20 +133,22 @@ async def run_locomo(
             embedder=embedder,
             max_items=0,
             clock=clock,
+            context_weights=weights,
         )
         await memory.clear()
         started = time.perf_counter()
-        outcomes = await memory.remember_many(
+        outcomes = await memory.remember_turns(
             [
-                Candidate(
-                    text=turn.memory_text,
-                    kind="event",
-                    created_at=turn.timestamp,
+                Turn(
+                    speaker=turn.speaker,
+                    text=turn.text,
+                    time=turn.timestamp,
+                    session_id=f"session-{turn.session}",
                     metadata={"dia_id": turn.dia_id},
                 )
                 for turn in sample.turns
             ],
-            dedupe=False,
+            context_radius=radius,
         )
         ingest_seconds += time.perf_counter() - started
         stored += sum(o.status == "stored" for o in outcomes)
@@ -123,13 +158,13 @@ async def run_locomo(
             started = time.perf_counter()
             recalled = await memory.recall(question.question, K, touch=False)
             latencies.append((time.perf_counter() - started) * 1000)
-            ours.append(
-                score_ranking(
-                    [str(r.metadata.get("dia_id")) for r in recalled],
-                    question.evidence,
-                    question.category,
-                )
+            result = score_ranking(
+                [str(r.metadata.get("dia_id")) for r in recalled],
+                question.evidence,
+                question.category,
             )
+            ours.append(result)
+            by_sample.setdefault(sample.sample_id, []).append(result)
             top = lexical.top(question.question, K)
             bm25.append(
                 score_ranking(
@@ -156,7 +191,14 @@ async def run_locomo(
         load=stats,
         store=store_name,
         embedder=embedder.model_id,
+        halves=_halves(by_sample),
     )
+
+
+def _halves(by_sample: dict[str, list[QuestionResult]]) -> dict[str, Summary]:
+    tuned = [r for s in TUNED_ON if s in by_sample for r in by_sample[s]]
+    other = [r for s, rs in by_sample.items() if s not in TUNED_ON for r in rs]
+    return {"tuned": aggregate(tuned), "other": aggregate(other)} if tuned and other else {}
 
 
 def _dia_ids(store: RecordStore, memory: LongTermMemory) -> dict[str, str]:
