@@ -9,7 +9,7 @@ import pytest
 
 from memstack import ProcessingContext
 from memstack.agents.agent import Agent
-from memstack.agents.durable import MemoryStoreBinding
+from memstack.agents.durable import MemoryServiceBinding
 from memstack.agents.messages import TaskUpdate
 from memstack.agents.plan import Step, Task
 from memstack.agents.planner import PlanningError, PlanningUpdate
@@ -17,10 +17,10 @@ from memstack.agents.simple import SimpleAgent
 from memstack.embeddings import HashEmbedder
 from memstack.longterm import Collection, LongTermMemory
 from memstack.providers import Completion, ScriptedProvider
+from memstack.service.memories import MemoryService
+from memstack.service.principal import Principal
+from memstack.service.stm import InProcessTier
 from memstack.storage import InMemoryRecordStore
-from memstack.store.principal import Principal
-from memstack.store.service import MemoryStore
-from memstack.store.stm import InProcessTier
 from tests.agents.scripts import by_instructions, call, finish, tool_results, turns
 
 OBJECTIVE = "Research TypeScript ORMs and write a comparison report"
@@ -153,19 +153,19 @@ async def test_skills_join_the_system_prompt_of_every_step(tmp_path: Path):
 
 
 @pytest.fixture
-def service() -> MemoryStore:
+def service() -> MemoryService:
     records = InMemoryRecordStore()
     records.setup()
-    return MemoryStore(records=records, embedder=HashEmbedder(), short_term=InProcessTier())
+    return MemoryService(records=records, embedder=HashEmbedder(), short_term=InProcessTier())
 
 
 async def test_memory_service_block_is_injected_and_store_memory_is_offered(
-    service: MemoryStore,
+    service: MemoryService,
 ):
     acme = Principal(tenant="acme")
     await service.store(acme, agent_id="bot", key="style", value="Answer <briefly>.")
     await service.store(acme, agent_id="other", key="private", value="not for bot")
-    binding = MemoryStoreBinding(store=service, principal=acme, agent_id="bot")
+    binding = MemoryServiceBinding(store=service, principal=acme, agent_id="bot")
     provider = by_instructions(
         {"S:": turns(call("store_memory", {"key": "learned", "value": "ORMs differ"}), "ok")}
     )

@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 
 from memstack import InvalidInput, ProcessingContext
-from memstack.agents import MemoryStoreBinding, MultiModeAgent, Step, Task
+from memstack.agents import MemoryServiceBinding, MultiModeAgent, Step, Task
 from memstack.embeddings import HashEmbedder
 from memstack.providers import Completion, Message
+from memstack.service.memories import MemoryService
+from memstack.service.principal import Principal
+from memstack.service.stm import InProcessTier
 from memstack.storage import InMemoryRecordStore
-from memstack.store.principal import Principal
-from memstack.store.service import MemoryStore
-from memstack.store.stm import InProcessTier
 from tests.agents.scripts import by_instructions, finish, turns
 from tests.agents.team.scripts import calls_of, instructions, last_tool, team_model, use
 from tests.agents.team.scripts import finish as finish_turn
@@ -80,7 +80,7 @@ def test_an_unknown_mode_is_refused():
 async def test_running_again_does_not_stack_the_memories_block():
     records = InMemoryRecordStore()
     records.setup()
-    service = MemoryStore(records=records, embedder=HashEmbedder(), short_term=InProcessTier())
+    service = MemoryService(records=records, embedder=HashEmbedder(), short_term=InProcessTier())
     acme = Principal(tenant="acme")
     await service.store(acme, agent_id="team", key="style", value="Be brief.")
     provider = team_model({"lead": lead, "worker": worker})
@@ -91,7 +91,7 @@ async def test_running_again_does_not_stack_the_memories_block():
         model="m",
         mode="multi-agent",
         system_prompt="You are careful.",
-        memory_store=MemoryStoreBinding(store=service, principal=acme, agent_id="team"),
+        memory_store=MemoryServiceBinding(store=service, principal=acme, agent_id="team"),
     )
     for _ in range(2):
         await drain(agent, ProcessingContext())

@@ -14,8 +14,8 @@ import pytest
 from memstack import InvalidInput, StoreUnavailable
 from memstack.bank import BANK_RECORD_KIND, MAX_CONTENT_BYTES, MemoryBank
 from memstack.clock import ManualClock
+from memstack.service.api_keys import ApiKeys
 from memstack.storage import InMemoryRecordStore, SQLiteRecordStore
-from memstack.store.keys import ApiKeys
 from tests.bank.conftest import BankFactory
 
 # -- the spec's API ------------------------------------------------------------------

@@ -11,12 +11,12 @@ from memstack.bank import MemoryBank
 from memstack.embeddings import HashEmbedder
 from memstack.longterm import LongTermMemory
 from memstack.longterm.secrets import find_secret
+from memstack.service.knowledge import KnowledgeBase
+from memstack.service.memories import MemoryService
+from memstack.service.principal import Principal
+from memstack.service.stm import InProcessTier
+from memstack.service.tools import StoreMemoryTool
 from memstack.storage import InMemoryRecordStore
-from memstack.store.knowledge import KnowledgeBase
-from memstack.store.principal import Principal
-from memstack.store.service import MemoryStore
-from memstack.store.stm import InProcessTier
-from memstack.store.tools import StoreMemoryTool
 from tests.longterm.secret_corpus import _pem, tok
 
 ACME = Principal(tenant="acme")
@@ -24,8 +24,8 @@ PEM = _pem("OPENSSH ")
 
 
 @pytest.fixture
-def service(store: InMemoryRecordStore) -> MemoryStore:
-    return MemoryStore(
+def service(store: InMemoryRecordStore) -> MemoryService:
+    return MemoryService(
         records=store, embedder=HashEmbedder(), short_term=InProcessTier(), clock=ManualClock()
     )
 
@@ -38,7 +38,7 @@ def test_find_secret_names_the_path_and_never_the_secret():
     assert find_secret({"value": "fine", "metadata": {"n": 3, "ok": [True, None]}}) is None
 
 
-async def test_store_memory_tool_refuses_a_private_key_in_metadata(service: MemoryStore):
+async def test_store_memory_tool_refuses_a_private_key_in_metadata(service: MemoryService):
     tool = StoreMemoryTool(service, ACME, agent_id="bot")
     params: dict[str, Any] = {"key": "ssh", "value": "the deploy key", "metadata": {"k": PEM}}
     with pytest.raises(ToolInputError) as excinfo:
@@ -48,7 +48,7 @@ async def test_store_memory_tool_refuses_a_private_key_in_metadata(service: Memo
     assert (await service.list(ACME)).total == 0
 
 
-async def test_a_secret_in_the_key_is_refused(service: MemoryStore):
+async def test_a_secret_in_the_key_is_refused(service: MemoryService):
     with pytest.raises(InvalidInput) as excinfo:
         await service.store(ACME, agent_id="bot", key=f"ghp_{tok(36)}", value="x")
     assert excinfo.value.field == "key"

@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from memstack.server.services import open_records
-from memstack.store.keys import ApiKeys
+from memstack.service.api_keys import ApiKeys
 
 # The deterministic embedder: no model to load in the server processes.
 EMBEDDER_ENV = {"MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash"}

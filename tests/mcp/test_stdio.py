@@ -11,7 +11,7 @@ from mcp.types import CallToolResult, TextContent
 
 from memstack.cli import main
 from memstack.server.services import open_records
-from memstack.store.keys import ApiKeys
+from memstack.service.api_keys import ApiKeys
 from tests.mcp.conftest import EMBEDDER_ENV, Keys, mcp_command, stdio_client
 
 TOOLS = {

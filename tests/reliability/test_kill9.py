@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 
 from memstack.server.services import open_records
-from memstack.store.keys import ApiKeys
+from memstack.service.api_keys import ApiKeys
 
 CYCLES = 3
 WRITERS = 6

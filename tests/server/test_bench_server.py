@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from memstack.cli import main
 from memstack.server.services import Services
-from memstack.store.principal import Principal
+from memstack.service.principal import Principal
 from tests.server.conftest import Keys, LiveServer
 
 

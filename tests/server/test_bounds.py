@@ -10,8 +10,8 @@ import pytest
 
 from memstack.server.app import create_app
 from memstack.server.services import open_services
-from memstack.store.knowledge import CHUNK_CHARS, EMBED_BATCH, MAX_PASSAGES
-from memstack.store.service import MAX_LIST_OFFSET
+from memstack.service.knowledge import CHUNK_CHARS, EMBED_BATCH, MAX_PASSAGES
+from memstack.service.memories import MAX_LIST_OFFSET
 from tests.embeddings.recording import RecordingEmbedder
 from tests.server.conftest import Keys, auth
 

@@ -4,7 +4,7 @@ built-in tools."""
 
 from memstack.agents.agent import Agent, AgentMessage
 from memstack.agents.builtin import builtin_tools
-from memstack.agents.durable import MemoryStoreBinding
+from memstack.agents.durable import MemoryServiceBinding
 from memstack.agents.finish_step import FINISH_STEP, FinishStepTool
 from memstack.agents.messages import (
     Chunk,
@@ -40,7 +40,7 @@ __all__ = [
     "BoardTask",
     "Chunk",
     "FinishStepTool",
-    "MemoryStoreBinding",
+    "MemoryServiceBinding",
     "MessageBus",
     "MultiModeAgent",
     "ParallelTaskExecutor",
@@ -70,3 +70,17 @@ __all__ = [
     "plan_of",
     "skills_section",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``MemoryStoreBinding``, the old name of ``MemoryServiceBinding`` (one release)."""
+    if name == "MemoryStoreBinding":
+        import warnings
+
+        warnings.warn(
+            "MemoryStoreBinding is deprecated; use MemoryServiceBinding.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return MemoryServiceBinding
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

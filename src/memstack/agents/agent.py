@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Final
 
 from memstack._json import JSON, JSONObject
-from memstack.agents.durable import DurableMemory, MemoryStoreBinding
+from memstack.agents.durable import DurableMemory, MemoryServiceBinding
 from memstack.agents.messages import ProcessingMessage
 from memstack.agents.parallel import ParallelTaskExecutor
 from memstack.agents.plan import Task, TaskPlan
@@ -68,7 +68,7 @@ class Agent:
         inputs: Mapping[str, object] | None = None,
         long_term_memory: LongTermMemory | None = None,
         auto_persist_memory: bool = False,
-        memory_store: MemoryStoreBinding | None = None,
+        memory_store: MemoryServiceBinding | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.name = _text(name, "name")

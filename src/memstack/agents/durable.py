@@ -3,7 +3,7 @@
 - Long-term memory (spec 001): an agent given a ``LongTermMemory`` gets ``ltm_recall`` /
   ``ltm_remember``; with ``auto_persist_memory`` its objective and final result are mined
   for memories after the run (off by default, as the spec says).
-- The memory service (spec 004): an agent given a ``MemoryStoreBinding`` gets its
+- The memory service (spec 004): an agent given a ``MemoryServiceBinding`` gets its
   ``<memories>`` block (and the operator's ``<knowledge>`` matching the objective) at the
   top of the system prompt before each execution, and the ``store_memory`` tool bound to
   its agent id.
@@ -18,21 +18,21 @@ from memstack.longterm.memory import LongTermMemory
 from memstack.longterm.tools import long_term_memory_tools
 from memstack.longterm.types import RememberOutcome
 from memstack.providers.base import Message
-from memstack.store.knowledge import KnowledgeBase, render_knowledge
-from memstack.store.principal import Principal
-from memstack.store.service import MemoryStore
-from memstack.store.tools import StoreMemoryTool
+from memstack.service.knowledge import KnowledgeBase
+from memstack.service.memories import MemoryService
+from memstack.service.principal import Principal
+from memstack.service.tools import StoreMemoryTool
 from memstack.tools import Tool
 
-__all__ = ["DurableMemory", "MemoryStoreBinding"]
+__all__ = ["DurableMemory", "MemoryServiceBinding"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class MemoryStoreBinding:
+class MemoryServiceBinding:
     """Which memories of the service an agent reads and writes: the tenant (principal),
     its agent id, and the session (workflow run) for session-scoped memories."""
 
-    store: MemoryStore
+    store: MemoryService
     principal: Principal
     agent_id: str
     session_id: str | None = None
@@ -44,7 +44,7 @@ class MemoryStoreBinding:
 class DurableMemory:
     long_term: LongTermMemory | None = None
     auto_persist: bool = False
-    store: MemoryStoreBinding | None = None
+    store: MemoryServiceBinding | None = None
 
     def tools(self) -> list[Tool]:
         tools: list[Tool] = []
@@ -63,14 +63,15 @@ class DurableMemory:
         if self.store is None:
             return ""
         s = self.store
-        memories = await s.store.render_memories(
-            s.principal, agent_id=s.agent_id, session_id=s.session_id, budget_chars=s.budget_chars
+        found = await s.store.prompt_context(
+            s.principal,
+            agent_id=s.agent_id,
+            session_id=s.session_id,
+            query=objective,
+            budget=s.budget_chars,
+            knowledge=s.knowledge,
         )
-        knowledge = ""
-        if s.knowledge is not None:
-            hits = await s.knowledge.search(s.principal, objective, limit=5)
-            knowledge = render_knowledge(hits, budget_chars=max(200, s.budget_chars // 2))
-        return "\n\n".join(b for b in (memories, knowledge) if b)
+        return found.prompt
 
     async def system_prompt(self, objective: str, *preambles: str) -> str:
         """The caller's preamble for a run: the memory blocks first, then ``preambles``."""

@@ -11,7 +11,7 @@ from typing import Any, Final, Literal, get_args
 
 from memstack._json import JSON, JSONObject
 from memstack.agents.agent import Agent
-from memstack.agents.durable import DurableMemory, MemoryStoreBinding
+from memstack.agents.durable import DurableMemory, MemoryServiceBinding
 from memstack.agents.plan import Task, TaskPlan
 from memstack.agents.simple import SimpleAgent
 from memstack.agents.team import TeamExecutor, TeamMember
@@ -51,7 +51,7 @@ class MultiModeAgent:
         max_rounds: int = 8,
         long_term_memory: LongTermMemory | None = None,
         auto_persist_memory: bool = False,
-        memory_store: MemoryStoreBinding | None = None,
+        memory_store: MemoryServiceBinding | None = None,
         skills: Sequence[str] | None = None,
         skill_dirs: Sequence[Path | str] = (),
         workspace: Path | str | None = None,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Final
 
 from memstack._json import JSON, JSONObject
-from memstack.agents.durable import DurableMemory, MemoryStoreBinding
+from memstack.agents.durable import DurableMemory, MemoryServiceBinding
 from memstack.agents.messages import ProcessingMessage
 from memstack.agents.plan import Step, Task
 from memstack.agents.skills import skills_for_run
@@ -50,7 +50,7 @@ class SimpleAgent:
         skill_dirs: Sequence[Path | str] = (),
         long_term_memory: LongTermMemory | None = None,
         auto_persist_memory: bool = False,
-        memory_store: MemoryStoreBinding | None = None,
+        memory_store: MemoryServiceBinding | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():

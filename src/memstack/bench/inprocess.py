@@ -1,7 +1,7 @@
 """The CPU floor of ``memstack bench server``: the same calls, in process, no HTTP.
 
 The calls a load run sent are replayed one by one, in the order they were sent,
-against ``MemoryStore`` opened by ``open_services`` on a temporary SQLite file with
+against ``MemoryService`` opened by ``open_services`` on a temporary SQLite file with
 the server's own wiring (its embedder stack, from the same embedding settings), and
 ``time.process_time()`` (every thread of this process) is read around each. What the
 server spends per request above this is HTTP, auth, serialization and concurrency.
@@ -19,8 +19,8 @@ from pathlib import Path
 from memstack.bench.load import Call
 from memstack.embeddings import EmbeddingSettings
 from memstack.server.services import open_services
-from memstack.store.principal import Principal
-from memstack.store.service import MemoryStore
+from memstack.service.memories import MemoryService
+from memstack.service.principal import Principal
 
 __all__ = ["CpuFloor", "replay_in_process"]
 
@@ -39,7 +39,7 @@ async def replay_in_process(
     embedding: EmbeddingSettings,
     progress: Callable[[int], None] = lambda n: None,
 ) -> CpuFloor:
-    """CPU time of ``calls`` against a fresh in-process ``MemoryStore``."""
+    """CPU time of ``calls`` against a fresh in-process ``MemoryService``."""
     spent: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="memstack-bench-floor-") as tmp:
         services = open_services(
@@ -65,7 +65,7 @@ async def replay_in_process(
     )
 
 
-async def _apply(memories: MemoryStore, principal: Principal, call: Call) -> None:
+async def _apply(memories: MemoryService, principal: Principal, call: Call) -> None:
     if call.op == "store":
         await memories.store(principal, agent_id=call.agent_id, key=call.key, value=call.value)
     elif call.op == "search":

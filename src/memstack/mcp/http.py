@@ -26,8 +26,8 @@ from memstack.errors import ConfigError
 from memstack.mcp import require_sdk
 from memstack.server.errors import error_response
 from memstack.server.services import Services
-from memstack.store.keys import ApiKeys
-from memstack.store.principal import Principal
+from memstack.service.api_keys import ApiKeys
+from memstack.service.principal import Principal
 
 __all__ = ["MCP_PATH", "mount_mcp"]
 

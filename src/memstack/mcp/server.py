@@ -1,7 +1,7 @@
 """The MCP server: memstack's memory tools and the ``<memories>`` resource.
 
 A thin adapter, as REST is: each tool is one call into the services the server runs on
-(``MemoryStore``, ``KnowledgeBase``, ``prompt_context``), returns the REST API's JSON
+(``MemoryService``, ``KnowledgeBase``, ``prompt_context``), returns the REST API's JSON
 shape (``memstack.server.schemas``), and turns the service's errors into MCP tool
 errors carrying the service's message. Who is calling comes from ``caller``: the key
 given at start over stdio, the request's Bearer key over HTTP.
@@ -36,10 +36,10 @@ from memstack.server.schemas import (
     memory_out,
 )
 from memstack.server.services import Services
-from memstack.store.principal import Principal
-from memstack.store.prompt import MAX_BUDGET, MIN_BUDGET, prompt_context
-from memstack.store.service import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_SEARCH_LIMIT
-from memstack.store.types import MAX_KEY_CHARS, MAX_VALUE_CHARS
+from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_SEARCH_LIMIT
+from memstack.service.principal import Principal
+from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
+from memstack.service.types import MAX_KEY_CHARS, MAX_VALUE_CHARS
 
 __all__ = ["CONTEXT_RESOURCE", "Caller", "build_server"]
 
@@ -215,9 +215,7 @@ def _context_tools(
     async def context(
         agent_id: str | None, session_id: str | None, query: str | None, budget: int
     ) -> ContextOut:
-        found = await prompt_context(
-            memories,
-            knowledge,
+        found = await memories.prompt_context(
             await caller(),
             agent_id=_agent(agent_id, default_agent),
             session_id=session_id,

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from fastapi import Depends, HTTPException
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from memstack.store.keys import ApiKeys
-from memstack.store.principal import Principal
+from memstack.service.api_keys import ApiKeys
+from memstack.service.principal import Principal
 
 __all__ = ["bearer_principal"]
 

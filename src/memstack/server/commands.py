@@ -14,7 +14,7 @@ import click
 
 from memstack.errors import MemstackError
 from memstack.server.settings import ServerSettings
-from memstack.store.keys import ApiKeys, KeyInfo
+from memstack.service.api_keys import ApiKeys, KeyInfo
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

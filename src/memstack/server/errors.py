@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstack.errors import ConfigError, InvalidInput, NotFound, StoreUnavailable
 from memstack.server.schemas import ErrorResponse
-from memstack.store.principal import Forbidden
+from memstack.service.principal import Forbidden
 
 __all__ = ["BodyLimit", "error_response", "error_responses", "install_error_handlers"]
 

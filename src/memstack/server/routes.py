@@ -40,10 +40,9 @@ from memstack.server.schemas import (
     memory_out,
 )
 from memstack.server.services import Services
-from memstack.store import knowledge as kb
-from memstack.store.principal import Principal
-from memstack.store.prompt import prompt_context
-from memstack.store.service import MAX_LIST_LIMIT, MAX_LIST_OFFSET
+from memstack.service import knowledge as kb
+from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET
+from memstack.service.principal import Principal
 
 __all__ = ["api_routes", "health_route"]
 
@@ -67,7 +66,7 @@ def api_routes(services: Services) -> APIRouter:
 def _memory_routes(services: Services) -> APIRouter:
     router = APIRouter(tags=["memories"])
     Caller = Annotated[Principal, Depends(bearer_principal(services.keys))]
-    memories, knowledge = services.memories, services.knowledge
+    memories = services.memories
 
     @router.post("/memories", status_code=201, responses=error_responses(*_ALWAYS, *_BODY, 403))
     async def store_memory(body: MemoryCreate, caller: Caller) -> MemoryOut:
@@ -153,9 +152,7 @@ def _memory_routes(services: Services) -> APIRouter:
     ) -> ContextOut:
         """What to inject before the agent runs: the ``<memories>`` block and, for a
         query, the ``<knowledge>`` block."""
-        found = await prompt_context(
-            memories,
-            knowledge,
+        found = await memories.prompt_context(
             caller,
             agent_id=agent_id,
             session_id=session_id,

@@ -19,16 +19,16 @@ from pydantic import (
     StrictStr,
 )
 
-from memstack.store.knowledge import (
+from memstack.service.knowledge import (
     CHUNK_CHARS,
     MAX_DOCUMENT_CHARS,
     MAX_PASSAGES,
     Document,
     KnowledgeHit,
 )
-from memstack.store.prompt import PromptContext
-from memstack.store.service import SearchHit
-from memstack.store.types import MAX_KEY_CHARS, MAX_VALUE_CHARS, Memory
+from memstack.service.memories import SearchHit
+from memstack.service.prompt import PromptContext
+from memstack.service.types import MAX_KEY_CHARS, MAX_VALUE_CHARS, Memory
 
 ScopeName = Literal["session", "agent", "global"]
 Ttl = StrictStr | StrictInt | StrictFloat | None

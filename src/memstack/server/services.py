@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import BatchingEmbedder, CachedEmbedder, Embedder, resolve_embedder
+from memstack.service.api_keys import ApiKeys
+from memstack.service.knowledge import KnowledgeBase
+from memstack.service.memories import MemoryService
+from memstack.service.stm import InProcessTier, ShortTermTier
 from memstack.storage import RecordStore, open_record_store
-from memstack.store.keys import ApiKeys
-from memstack.store.knowledge import KnowledgeBase
-from memstack.store.service import MemoryStore
-from memstack.store.stm import InProcessTier, ShortTermTier
 
 if TYPE_CHECKING:
     from memstack.server.settings import ServerSettings
@@ -24,7 +24,7 @@ class Services:
     records: RecordStore
     short_term: ShortTermTier
     embedder: Embedder
-    memories: MemoryStore
+    memories: MemoryService
     knowledge: KnowledgeBase
     keys: ApiKeys
 
@@ -56,7 +56,7 @@ def open_services(
     try:
         short_term: ShortTermTier
         if redis_url:
-            from memstack.store.stm_redis import RedisTier
+            from memstack.service.stm_redis import RedisTier
 
             short_term = RedisTier.from_url(redis_url, max_entries=stm_max_entries)
         else:
@@ -72,18 +72,20 @@ def open_services(
     except BaseException:
         records.close()
         raise
+    knowledge = KnowledgeBase(records=records, embedder=embedder, clock=clock)
     return Services(
         records=records,
         short_term=short_term,
         embedder=embedder,
-        memories=MemoryStore(
+        memories=MemoryService(
             records=records,
             embedder=embedder,
             short_term=short_term,
             ltm_max_entries=ltm_max_entries,
             clock=clock,
+            knowledge=knowledge,
         ),
-        knowledge=KnowledgeBase(records=records, embedder=embedder, clock=clock),
+        knowledge=knowledge,
         keys=ApiKeys(records, clock=clock),
     )
 

@@ -11,7 +11,7 @@ plain rankings (README "Measured").
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -42,26 +42,23 @@ def hybrid_candidates(
     keyword_weight: float,
     filter: Filter | None = None,
     model_id: str | None = None,
+    filters: Sequence[Filter | None] | None = None,
 ) -> list[HybridHit]:
     """Every candidate of ``namespaces`` with its similarity, keyword score and relevance,
     most relevant first. ``vector=None`` searches by keywords only; ``model_id`` names the
-    model that embedded ``vector`` (a namespace of another model is a ``ConfigError``)."""
-    records: dict[tuple[NamespaceLike, str], Record] = {}
-    cosine: dict[tuple[NamespaceLike, str], float] = {}
-    keyword_raw: dict[tuple[NamespaceLike, str], float] = {}
-    for namespace in namespaces:
-        nearest: list[tuple[str, float]] = []
-        matched: list[tuple[str, float]] = []
-        if vector is not None:
-            nearest = store.vector_ids(namespace, vector, k=pool, filter=filter, model_id=model_id)
-        if keyword_weight > 0 or vector is None:
-            matched = store.text_ids(namespace, query, k=pool, filter=filter)
-        found = store.fetch(namespace, list({id: None for id, _ in [*nearest, *matched]}), filter)
-        for scores, ranked in ((cosine, nearest), (keyword_raw, matched)):
-            for id, score in ranked:
-                if id in found:
-                    records[(namespace, id)] = found[id]
-                    scores[(namespace, id)] = score
+    model that embedded ``vector`` (a namespace of another model is a ``ConfigError``).
+
+    The candidates of all namespaces are fused once: keyword scores are divided by the
+    best among all of them, so a weak match in one namespace never ties a strong one in
+    another. ``filters`` gives each namespace its own filter (in order), else ``filter``
+    applies to all."""
+    wanted = [filter] * len(namespaces) if filters is None else list(filters)
+    if len(wanted) != len(namespaces):
+        raise ValueError("filters must give one filter per namespace")
+    found = _Found()
+    for namespace, where in zip(namespaces, wanted, strict=True):
+        found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
+    records, cosine, keyword_raw = found.records, found.cosine, found.keyword
     keyword_raw = {key: max(0.0, score) for key, score in keyword_raw.items()}
     best = max(keyword_raw.values(), default=0.0)
     missing = [key for key in records if key not in cosine]
@@ -81,6 +78,43 @@ def hybrid_candidates(
         )
     hits.sort(key=lambda h: h.relevance, reverse=True)
     return hits
+
+
+Key = tuple[NamespaceLike, str]
+
+
+@dataclass
+class _Found:
+    """The candidates gathered so far, by (namespace, id), with their raw scores."""
+
+    records: dict[Key, Record] = field(default_factory=dict)
+    cosine: dict[Key, float] = field(default_factory=dict)
+    keyword: dict[Key, float] = field(default_factory=dict)
+
+    def gather(
+        self,
+        store: RecordStore,
+        namespace: NamespaceLike,
+        filter: Filter | None,
+        query: str,
+        vector: npt.NDArray[np.float32] | None,
+        pool: int,
+        keyword_weight: float,
+        model_id: str | None,
+    ) -> None:
+        """The ``pool`` nearest and ``pool`` best keyword matches of one namespace."""
+        nearest: list[tuple[str, float]] = []
+        matched: list[tuple[str, float]] = []
+        if vector is not None:
+            nearest = store.vector_ids(namespace, vector, k=pool, filter=filter, model_id=model_id)
+        if keyword_weight > 0 or vector is None:
+            matched = store.text_ids(namespace, query, k=pool, filter=filter)
+        found = store.fetch(namespace, list({id: None for id, _ in [*nearest, *matched]}), filter)
+        for scores, ranked in ((self.cosine, nearest), (self.keyword, matched)):
+            for id, score in ranked:
+                if id in found:
+                    self.records[(namespace, id)] = found[id]
+                    scores[(namespace, id)] = score
 
 
 def _cosines(records: list[Record], vector: npt.NDArray[np.float32] | None) -> list[float]:

@@ -18,13 +18,13 @@ import pytest
 from memstack import ManualClock
 from memstack.embeddings import HashEmbedder
 from memstack.errors import StoreUnavailable
+from memstack.service.memories import MemoryService
+from memstack.service.principal import Principal
+from memstack.service.stm import BucketRead, InProcessTier, ShortTermTier
+from memstack.service.stm_redis import RedisTier
+from memstack.service.types import Memory
 from memstack.storage import InMemoryRecordStore, RecordStore
-from memstack.store.principal import Principal
-from memstack.store.service import MemoryStore
-from memstack.store.stm import BucketRead, InProcessTier, ShortTermTier
-from memstack.store.stm_redis import RedisTier
-from memstack.store.types import Memory
-from tests.store.test_stm import T0, delete_prefix, mem
+from tests.service.test_stm import T0, delete_prefix, mem
 
 ACME = Principal(tenant="acme")
 STM_MAX = 5
@@ -119,21 +119,21 @@ def new_tier(request: pytest.FixtureRequest) -> Iterator[Callable[[], ShortTermT
         delete_prefix(request.getfixturevalue("redis_url"), prefix)
 
 
-def service(records: RecordStore, tier: ShortTermTier, clock: ManualClock) -> MemoryStore:
-    return MemoryStore(records=records, embedder=HashEmbedder(), short_term=tier, clock=clock)
+def service(records: RecordStore, tier: ShortTermTier, clock: ManualClock) -> MemoryService:
+    return MemoryService(records=records, embedder=HashEmbedder(), short_term=tier, clock=clock)
 
 
-async def truth(store: MemoryStore, agent: str = "bot") -> list[tuple[str, str]]:
+async def truth(store: MemoryService, agent: str = "bot") -> list[tuple[str, str]]:
     """The context the long-term tier alone gives: its newest STM_MAX of the bucket."""
     rows = store.long_term.list("acme", agent, limit=STM_MAX, order="updated_desc")
     return [(m.key, m.value) for m in rows]
 
 
-async def context(store: MemoryStore, agent: str = "bot") -> list[tuple[str, str]]:
+async def context(store: MemoryService, agent: str = "bot") -> list[tuple[str, str]]:
     return [(m.key, m.value) for m in await store.context(ACME, agent_id=agent)]
 
 
-async def write(store: MemoryStore, clock: ManualClock, *keys: str, value: str = "v") -> None:
+async def write(store: MemoryService, clock: ManualClock, *keys: str, value: str = "v") -> None:
     for key in keys:
         clock.advance(1)
         await store.store(ACME, agent_id="bot", key=key, value=f"{value} {key}")

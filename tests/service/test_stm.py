@@ -16,9 +16,9 @@ import pytest
 import redis
 
 from memstack.errors import ConfigError, InvalidInput, StoreUnavailable
-from memstack.store.stm import InProcessTier, ShortTermTier
-from memstack.store.stm_redis import STATE_TTL_S, KeyLayout, RedisTier
-from memstack.store.types import GLOBAL_BUCKET, Memory, Scope, memory_id
+from memstack.service.stm import InProcessTier, ShortTermTier
+from memstack.service.stm_redis import STATE_TTL_S, KeyLayout, RedisTier
+from memstack.service.types import GLOBAL_BUCKET, Memory, Scope, memory_id
 from tests.servers import _free_port, running_redis
 
 T0 = 1_700_000_000.0

@@ -7,15 +7,15 @@ import pytest
 
 from memstack import ManualClock, NotFound, ProcessingContext, ToolInputError
 from memstack.embeddings import HashEmbedder
+from memstack.service.api_keys import NAMESPACE, ApiKeys
+from memstack.service.knowledge import KnowledgeBase, render_knowledge, split_passages
+from memstack.service.memories import MemoryService
+from memstack.service.principal import Principal
+from memstack.service.render import render_memories
+from memstack.service.stm import InProcessTier
+from memstack.service.tools import StoreMemoryTool
+from memstack.service.types import Memory
 from memstack.storage import InMemoryRecordStore
-from memstack.store.keys import NAMESPACE, ApiKeys
-from memstack.store.knowledge import KnowledgeBase, render_knowledge, split_passages
-from memstack.store.principal import Principal
-from memstack.store.render import render_memories
-from memstack.store.service import MemoryStore
-from memstack.store.stm import InProcessTier
-from memstack.store.tools import StoreMemoryTool
-from memstack.store.types import Memory
 
 ACME = Principal(tenant="acme")
 
@@ -29,8 +29,8 @@ def records() -> Iterator[InMemoryRecordStore]:
 
 
 @pytest.fixture
-def service(records) -> MemoryStore:
-    return MemoryStore(
+def service(records) -> MemoryService:
+    return MemoryService(
         records=records, embedder=HashEmbedder(), short_term=InProcessTier(), clock=ManualClock()
     )
 
@@ -39,7 +39,7 @@ async def run(tool: StoreMemoryTool, params: dict[str, Any]) -> Any:
     return await tool.process(ProcessingContext(), params)
 
 
-async def test_store_memory_tool_is_bound_to_its_agent(service: MemoryStore):
+async def test_store_memory_tool_is_bound_to_its_agent(service: MemoryService):
     tool = StoreMemoryTool(service, ACME, agent_id="bot", session_id="run-1")
     result = await run(
         tool, {"key": "deployment-preference", "value": "Always use blue-green deployments"}
@@ -71,14 +71,14 @@ async def test_store_memory_tool_is_bound_to_its_agent(service: MemoryStore):
         ({"key": "k", "value": "my password is hunter2"}, "value"),
     ],
 )
-async def test_store_memory_tool_bad_arguments(service: MemoryStore, params, field):
+async def test_store_memory_tool_bad_arguments(service: MemoryService, params, field):
     with pytest.raises(ToolInputError) as excinfo:
         await run(StoreMemoryTool(service, ACME, agent_id="bot"), params)
     assert field in excinfo.value.fields
     assert (await service.list(ACME)).total == 0
 
 
-async def test_session_scope_needs_a_session(service: MemoryStore):
+async def test_session_scope_needs_a_session(service: MemoryService):
     tool = StoreMemoryTool(service, ACME, agent_id="bot")
     with pytest.raises(ToolInputError, match="no session"):
         await run(tool, {"key": "k", "value": "v", "scope": "session"})

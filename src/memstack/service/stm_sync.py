@@ -47,14 +47,14 @@ from typing import Final
 
 from memstack.clock import Clock
 from memstack.errors import StoreUnavailable
-from memstack.store.ltm import LongTermTier
-from memstack.store.stm import ShortTermTier
-from memstack.store.types import Memory
+from memstack.service.ltm import LongTermTier
+from memstack.service.stm import ShortTermTier
+from memstack.service.types import Memory
 
 __all__ = ["DEFAULT_EPOCH_TTL_S", "TierSync"]
 
 DEFAULT_EPOCH_TTL_S: Final = 1.0
-_log = logging.getLogger("memstack.store")
+_log = logging.getLogger("memstack.service")
 
 
 class TierSync:

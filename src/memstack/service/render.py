@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.sax.saxutils import escape
 
-from memstack.store.types import Memory
+from memstack.service.types import Memory
 
 __all__ = ["render_memories", "xml_attr"]
 

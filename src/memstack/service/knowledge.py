@@ -26,10 +26,10 @@ from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput, NotFound
 from memstack.longterm.secrets import refuse_secrets
+from memstack.service.principal import Principal
+from memstack.service.render import xml_attr
 from memstack.storage import Filter, Namespace, Record, RecordStore, Vector
 from memstack.storage.hybrid import hybrid_candidates
-from memstack.store.principal import Principal
-from memstack.store.render import xml_attr
 
 __all__ = ["Document", "KnowledgeBase", "KnowledgeHit", "render_knowledge"]
 

@@ -1,5 +1,8 @@
-"""What to inject before an agent runs: the ``<memories>`` and ``<knowledge>`` blocks,
-assembled here once for every transport (REST ``/api/context``, MCP ``get_context``)."""
+"""What to inject before an agent runs: the ``<memories>`` and ``<knowledge>`` blocks.
+
+``MemoryService.prompt_context`` is the one entry every transport calls (REST
+``/api/context``, MCP ``get_context``, the agents' ``MemoryServiceBinding``); this module
+holds its budget rule and how the blocks are put together."""
 
 from __future__ import annotations
 
@@ -7,13 +10,18 @@ from dataclasses import dataclass
 from typing import Final
 
 from memstack.errors import InvalidInput
-from memstack.store.knowledge import KnowledgeBase, render_knowledge
-from memstack.store.principal import Principal
-from memstack.store.render import render_memories
-from memstack.store.service import MemoryStore
-from memstack.store.types import Memory
+from memstack.service.knowledge import KnowledgeHit, render_knowledge
+from memstack.service.render import render_memories
+from memstack.service.types import Memory
 
-__all__ = ["MAX_BUDGET", "MIN_BUDGET", "PromptContext", "prompt_context"]
+__all__ = [
+    "KNOWLEDGE_HITS",
+    "MAX_BUDGET",
+    "MIN_BUDGET",
+    "PromptContext",
+    "assemble",
+    "check_budget",
+]
 
 MIN_BUDGET: Final = 200
 MAX_BUDGET: Final = 200_000
@@ -34,18 +42,8 @@ class PromptContext:
         return "\n\n".join(b for b in (self.memories_block, self.knowledge_block) if b)
 
 
-async def prompt_context(
-    memories: MemoryStore,
-    knowledge: KnowledgeBase,
-    principal: Principal,
-    *,
-    agent_id: str,
-    session_id: str | None = None,
-    query: str | None = None,
-    budget: int = 8_000,
-) -> PromptContext:
-    """The agent's memories (session, agent, global) within ``budget`` characters and,
-    for a ``query``, the best knowledge passages within half of it."""
+def check_budget(budget: object) -> int:
+    """``budget`` as an int of characters, or ``InvalidInput`` naming it."""
     if isinstance(budget, bool) or not isinstance(budget, int):
         raise InvalidInput(
             f"budget must be an int from {MIN_BUDGET} to {MAX_BUDGET}.", field="budget"
@@ -55,8 +53,12 @@ async def prompt_context(
             f"budget {budget} is out of range: give {MIN_BUDGET} to {MAX_BUDGET} characters.",
             field="budget",
         )
-    found = await memories.context(principal, agent_id=agent_id, session_id=session_id)
-    hits = await knowledge.search(principal, query, limit=KNOWLEDGE_HITS) if query else []
+    return budget
+
+
+def assemble(found: list[Memory], hits: list[KnowledgeHit], budget: int) -> PromptContext:
+    """The blocks of ``found`` memories within ``budget`` characters and of the knowledge
+    ``hits`` within half of it."""
     return PromptContext(
         memories=found,
         memories_block=render_memories(found, budget_chars=budget),

@@ -1,4 +1,4 @@
-"""MemoryStore over every long-term backend, with the in-process short-term tier."""
+"""MemoryService over every long-term backend, with the in-process short-term tier."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -7,6 +7,9 @@ import pytest
 
 from memstack import InvalidInput, ManualClock, NotFound
 from memstack.embeddings import HashEmbedder
+from memstack.service.memories import MemoryService
+from memstack.service.principal import Forbidden, Principal
+from memstack.service.stm import InProcessTier
 from memstack.storage import (
     Filter,
     InMemoryRecordStore,
@@ -14,9 +17,6 @@ from memstack.storage import (
     RecordStore,
     SQLiteRecordStore,
 )
-from memstack.store.principal import Forbidden, Principal
-from memstack.store.service import MemoryStore
-from memstack.store.stm import InProcessTier
 
 ACME = Principal(tenant="acme")
 OTHER = Principal(tenant="other")
@@ -48,8 +48,8 @@ def records(
 
 
 @pytest.fixture
-def service(records: RecordStore, clock: ManualClock) -> MemoryStore:
-    return MemoryStore(
+def service(records: RecordStore, clock: ManualClock) -> MemoryService:
+    return MemoryService(
         records=records,
         embedder=HashEmbedder(),
         short_term=InProcessTier(max_entries=20),
@@ -58,7 +58,7 @@ def service(records: RecordStore, clock: ManualClock) -> MemoryStore:
     )
 
 
-async def test_store_get_and_upsert(service: MemoryStore, clock: ManualClock):
+async def test_store_get_and_upsert(service: MemoryService, clock: ManualClock):
     first = await service.store(ACME, agent_id="bot", key="coding-style", value="Use type hints.")
     assert (first.scope, first.agent_id, first.key) == ("agent", "bot", "coding-style")
     clock.advance(60)
@@ -72,7 +72,7 @@ async def test_store_get_and_upsert(service: MemoryStore, clock: ManualClock):
     assert (await service.get(ACME, first.id)).value == "Prefer dataclasses."
 
 
-async def test_identity_includes_scope_and_session(service: MemoryStore):
+async def test_identity_includes_scope_and_session(service: MemoryService):
     a = await service.store(ACME, agent_id="bot", key="k", value="agent value")
     s1 = await service.store(
         ACME, agent_id="bot", key="k", value="run 1", scope="session", session_id="run-1"
@@ -86,7 +86,7 @@ async def test_identity_includes_scope_and_session(service: MemoryStore):
     assert g2.id == g.id and g2.agent_id == "other-bot"  # one global fact per key
 
 
-async def test_context_and_render(service: MemoryStore):
+async def test_context_and_render(service: MemoryService):
     await service.store(
         ACME, agent_id="bot", key="user-preference", value="Prefers concise responses."
     )
@@ -122,7 +122,7 @@ async def test_context_and_render(service: MemoryStore):
     assert await service.render_memories(OTHER, agent_id="bot") == ""
 
 
-async def test_render_respects_the_budget(service: MemoryStore):
+async def test_render_respects_the_budget(service: MemoryService):
     for i in range(10):
         await service.store(ACME, agent_id="bot", key=f"k{i}", value="x" * 200)
     block = await service.render_memories(ACME, agent_id="bot", budget_chars=1000)
@@ -130,7 +130,7 @@ async def test_render_respects_the_budget(service: MemoryStore):
     assert block.count("<memory ") == 4  # four parts of ~242 characters fit in 1000
 
 
-async def test_ttl_hides_and_prunes(service: MemoryStore, clock: ManualClock):
+async def test_ttl_hides_and_prunes(service: MemoryService, clock: ManualClock):
     temp = await service.store(
         ACME, agent_id="bot", key="temp", value="Working on ticket", ttl=HOUR
     )
@@ -166,7 +166,7 @@ async def test_ttl_hides_and_prunes(service: MemoryStore, clock: ManualClock):
         (float("nan"), False),
     ],
 )
-async def test_ttl_forms(service: MemoryStore, ttl, ok):
+async def test_ttl_forms(service: MemoryService, ttl, ok):
     if ok:
         memory = await service.store(ACME, agent_id="bot", key="k", value="v", ttl=ttl)
         assert memory.expires_at is not None
@@ -177,7 +177,7 @@ async def test_ttl_forms(service: MemoryStore, ttl, ok):
         assert (await service.list(ACME)).total == 0
 
 
-async def test_update_every_tier_and_ttl_removal(service: MemoryStore, clock: ManualClock):
+async def test_update_every_tier_and_ttl_removal(service: MemoryService, clock: ManualClock):
     memory = await service.store(ACME, agent_id="bot", key="k", value="old words", ttl=HOUR)
     updated = await service.update(ACME, memory.id, value="new words", metadata={"tag": "x"})
     assert updated.expires_at == memory.expires_at  # kept
@@ -190,7 +190,7 @@ async def test_update_every_tier_and_ttl_removal(service: MemoryStore, clock: Ma
     assert (await service.get(ACME, memory.id)).value == "new words"
 
 
-async def test_delete_removes_from_every_tier(service: MemoryStore):
+async def test_delete_removes_from_every_tier(service: MemoryService):
     memory = await service.store(ACME, agent_id="bot", key="k", value="gone soon")
     await service.delete(ACME, memory.id)
     assert await service.context(ACME, agent_id="bot") == []
@@ -201,7 +201,7 @@ async def test_delete_removes_from_every_tier(service: MemoryStore):
 
 
 async def test_ltm_cap_evicts_the_oldest_everywhere(records: RecordStore, clock: ManualClock):
-    service = MemoryStore(
+    service = MemoryService(
         records=records,
         embedder=HashEmbedder(),
         short_term=InProcessTier(max_entries=5),
@@ -222,7 +222,7 @@ async def test_ltm_cap_evicts_the_oldest_everywhere(records: RecordStore, clock:
 
 async def test_stm_cap_and_ltm_fallback(records: RecordStore, clock: ManualClock):
     tier = InProcessTier(max_entries=2)
-    service = MemoryStore(records=records, embedder=HashEmbedder(), short_term=tier, clock=clock)
+    service = MemoryService(records=records, embedder=HashEmbedder(), short_term=tier, clock=clock)
     for i in range(4):
         await service.store(ACME, agent_id="bot", key=f"k{i}", value=f"v{i}")
         clock.advance(1)
@@ -232,13 +232,13 @@ async def test_stm_cap_and_ltm_fallback(records: RecordStore, clock: ManualClock
 
 
 async def test_warmup_fills_the_short_term_tier(records: RecordStore, clock: ManualClock):
-    writer = MemoryStore(
+    writer = MemoryService(
         records=records, embedder=HashEmbedder(), short_term=InProcessTier(), clock=clock
     )
     await writer.store(ACME, agent_id="bot", key="a", value="alpha")
     await writer.store(OTHER, agent_id="bot", key="b", value="beta", scope="global")
     fresh_tier = InProcessTier()
-    restarted = MemoryStore(
+    restarted = MemoryService(
         records=records, embedder=HashEmbedder(), short_term=fresh_tier, clock=clock
     )
     assert await restarted.warmup() == 2
@@ -246,7 +246,7 @@ async def test_warmup_fills_the_short_term_tier(records: RecordStore, clock: Man
     assert [m.key for m in fresh_tier.recent("other", "~global", now=clock.now())] == ["b"]
 
 
-async def test_search_modes_and_filters(service: MemoryStore):
+async def test_search_modes_and_filters(service: MemoryService):
     await service.store(
         ACME, agent_id="bot", key="coding-style", value="Use type hints everywhere."
     )
@@ -263,7 +263,20 @@ async def test_search_modes_and_filters(service: MemoryStore):
     assert [h.memory.value for h in only_ops] == ["Deploy on Tuesdays."]
 
 
-async def test_list_paging_and_filters(service: MemoryStore, clock: ManualClock):
+async def test_search_scores_every_bucket_on_one_scale(service: MemoryService):
+    # a weak keyword match in the agent's bucket must not tie a strong one in the global
+    # bucket: keyword scores are divided by the best over all buckets, not per bucket
+    await service.store(ACME, agent_id="bot", key="a", value="green paint on the fence")
+    await service.store(
+        ACME, agent_id="bot", key="b", value="green tea ceremony in Kyoto", scope="global"
+    )
+    hits = await service.search(ACME, "green tea ceremony Kyoto", agent_id="bot", mode="text")
+    by_key = {h.memory.key: h.keyword for h in hits}
+    assert by_key["b"] == 1.0
+    assert 0 < by_key["a"] < 0.5
+
+
+async def test_list_paging_and_filters(service: MemoryService, clock: ManualClock):
     for i in range(7):
         await service.store(ACME, agent_id="bot", key=f"k{i}", value=f"v{i}")
         clock.advance(1)
@@ -277,7 +290,7 @@ async def test_list_paging_and_filters(service: MemoryStore, clock: ManualClock)
     assert (await service.list(ACME, agent_id="bot", scope="agent")).total == 7
 
 
-async def test_tenants_are_isolated(service: MemoryStore):
+async def test_tenants_are_isolated(service: MemoryService):
     mine = await service.store(ACME, agent_id="bot", key="k", value="acme secret sauce")
     with pytest.raises(NotFound):
         await service.get(OTHER, mine.id)
@@ -290,7 +303,7 @@ async def test_tenants_are_isolated(service: MemoryStore):
     assert (await service.get(ACME, mine.id)).value == "acme secret sauce"
 
 
-async def test_agent_restricted_keys(service: MemoryStore):
+async def test_agent_restricted_keys(service: MemoryService):
     limited = Principal(tenant="acme", agents=frozenset({"bot"}))
     await service.store(ACME, agent_id="ops", key="k", value="ops only")
     shared = await service.store(ACME, agent_id="ops", key="g", value="for all", scope="global")
@@ -327,7 +340,7 @@ async def test_agent_restricted_keys(service: MemoryStore):
         ({"agent_id": "bot", "key": "db", "value": "postgres://admin:hunter2@db:5432/x"}, "value"),
     ],
 )
-async def test_bad_input_names_the_field_and_changes_nothing(service: MemoryStore, kwargs, field):
+async def test_bad_input_names_the_field_and_changes_nothing(service: MemoryService, kwargs, field):
     kept = await service.store(ACME, agent_id="bot", key="k", value="original")
     with pytest.raises(InvalidInput) as excinfo:
         await service.store(ACME, **kwargs)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
 from memstack.errors import ConfigError, InvalidInput, StoreUnavailable
-from memstack.store.stm import (
+from memstack.service.stm import (
     DEFAULT_MAX_ENTRIES,
     BucketRead,
     check_epoch,
@@ -44,7 +44,7 @@ from memstack.store.stm import (
     latest_by_id,
     newest_first,
 )
-from memstack.store.types import Memory, memory_from_json, memory_to_json
+from memstack.service.types import Memory, memory_from_json, memory_to_json
 
 if TYPE_CHECKING:
     import redis

@@ -17,9 +17,9 @@ from typing import Final
 
 from memstack.clock import Clock, SystemClock
 from memstack.errors import InvalidInput, NotFound
+from memstack.service.principal import Principal
+from memstack.service.types import check_id_part
 from memstack.storage import Namespace, Record, RecordStore
-from memstack.store.principal import Principal
-from memstack.store.types import check_id_part
 
 __all__ = ["ApiKeys", "KeyInfo"]
 

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, cast
 from memstack._json import JSON, JSONObject
 from memstack.clock import iso_from_ms
 from memstack.errors import InvalidInput, ToolInputError
-from memstack.store.principal import Principal
-from memstack.store.service import MemoryStore
-from memstack.store.types import MAX_KEY_CHARS, MAX_VALUE_CHARS, Scope
+from memstack.service.memories import MemoryService
+from memstack.service.principal import Principal
+from memstack.service.types import MAX_KEY_CHARS, MAX_VALUE_CHARS, Scope
 from memstack.tools import Tool
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class StoreMemoryTool(Tool):
 
     def __init__(
         self,
-        store: MemoryStore,
+        store: MemoryService,
         principal: Principal,
         *,
         agent_id: str,

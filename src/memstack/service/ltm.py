@@ -14,9 +14,9 @@ import numpy as np
 import numpy.typing as npt
 
 from memstack._json import JSON, to_json
+from memstack.service.types import SCOPES, Memory, Scope
 from memstack.storage import Cap, Filter, Namespace, Order, Record, RecordStore
 from memstack.storage.namespace import decode_part, encode_part
-from memstack.store.types import SCOPES, Memory, Scope
 
 __all__ = ["FIRST_EPOCH", "LongTermTier", "encode_part", "from_record", "memory_filter"]
 

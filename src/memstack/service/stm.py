@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
 from memstack.errors import InvalidInput, StoreUnavailable
-from memstack.store.types import Memory
+from memstack.service.types import Memory
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "BucketRead", "InProcessTier", "ShortTermTier"]
 

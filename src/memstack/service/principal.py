@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memstack.errors import InvalidInput
-from memstack.store.types import Memory, Scope, check_id_part
+from memstack.service.types import Memory, Scope, check_id_part
 
 __all__ = ["Forbidden", "Principal"]
 

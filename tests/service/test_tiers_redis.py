@@ -7,10 +7,10 @@ import pytest
 
 from memstack import ManualClock
 from memstack.embeddings import HashEmbedder
+from memstack.service.memories import MemoryService
+from memstack.service.principal import Principal
+from memstack.service.stm_redis import RedisTier
 from memstack.storage import PostgresRecordStore, RecordStore
-from memstack.store.principal import Principal
-from memstack.store.service import MemoryStore
-from memstack.store.stm_redis import RedisTier
 from tests.servers import running_redis
 
 ACME = Principal(tenant="acme")
@@ -29,8 +29,8 @@ def records(postgres_url: str, pg_schema: str, clock: ManualClock) -> Iterator[R
     store.close()
 
 
-def _service(records: RecordStore, tier: RedisTier, clock: ManualClock) -> MemoryStore:
-    return MemoryStore(records=records, embedder=HashEmbedder(), short_term=tier, clock=clock)
+def _service(records: RecordStore, tier: RedisTier, clock: ManualClock) -> MemoryService:
+    return MemoryService(records=records, embedder=HashEmbedder(), short_term=tier, clock=clock)
 
 
 @pytest.fixture

@@ -1,0 +1,510 @@
+"""MemoryService: the two-tier memory service of spec 004, the one service every transport uses.
+
+Writes go to the long-term tier (the source of truth) and then to the short-term tier.
+Reads for prompt injection try the short-term tier first and fall back to the long-term
+tier when a bucket there is cold, stale or unavailable (``TierSync`` decides, and fills
+it back); search always uses the long-term tier. A Redis outage never fails a read, never
+loses a write the long-term tier accepted, and leaves no partial or stale bucket behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Final, Literal
+
+from memstack._json import JSON, to_json
+from memstack.clock import Clock, SystemClock
+from memstack.embeddings import Embedder
+from memstack.errors import InvalidInput, NotFound
+from memstack.longterm.secrets import refuse_secrets
+from memstack.service.knowledge import KnowledgeBase
+from memstack.service.ltm import LongTermTier, from_record, memory_filter
+from memstack.service.principal import Principal
+from memstack.service.prompt import KNOWLEDGE_HITS, PromptContext, assemble, check_budget
+from memstack.service.stm import ShortTermTier
+from memstack.service.stm_sync import TierSync
+from memstack.service.ttl import expiry_from_ttl
+from memstack.service.types import (
+    GLOBAL_BUCKET,
+    MAX_KEY_CHARS,
+    MAX_VALUE_CHARS,
+    SCOPES,
+    Memory,
+    Scope,
+    check_id_part,
+    memory_id,
+)
+from memstack.storage import Filter, RecordStore
+from memstack.storage.hybrid import hybrid_candidates
+
+__all__ = ["DEFAULT_LTM_MAX_ENTRIES", "MemoryPage", "MemoryService", "SearchHit", "SearchMode"]
+
+DEFAULT_LTM_MAX_ENTRIES: Final = 200
+MAX_LIST_LIMIT: Final = 500
+MAX_LIST_OFFSET: Final = 10_000
+"""Deepest page a listing serves: each bucket's newest ``offset + limit`` rows are merged."""
+MAX_SEARCH_LIMIT: Final = 100
+KEYWORD_WEIGHT: Final = 0.3
+PRUNE_EVERY_S: Final = 1.0
+
+SearchMode = Literal["hybrid", "text", "semantic"]
+_log = logging.getLogger("memstack.service")
+_UNSET: Final = object()
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Where:
+    """The filters of a list or search; ``agent_id`` only narrows the global bucket
+    (an agent's own bucket holds nothing else)."""
+
+    scope: Scope | None
+    session_id: str | None
+    key: str | None
+    agent_id: str | None
+
+    def filter_for(self, bucket: str) -> Filter | None:
+        return memory_filter(
+            scope=self.scope,
+            session_id=self.session_id,
+            key=self.key,
+            agent_id=self.agent_id if bucket == GLOBAL_BUCKET else None,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryPage:
+    memories: builtins.list[Memory]
+    total: int
+    limit: int
+    offset: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchHit:
+    memory: Memory
+    score: float
+    similarity: float
+    keyword: float
+
+
+class MemoryService:
+    """Memories of agents, scoped by tenant, in a short-term and a long-term tier.
+
+    ``ltm_max_entries`` caps each agent's memories (its agent and session scopes) and,
+    separately, the tenant's global memories; every store evicts the oldest beyond it
+    from every tier and index. The short-term tier keeps its own ``max_entries`` per
+    agent (spec 004's ``STM_MAX_ENTRIES``).
+    """
+
+    def __init__(
+        self,
+        *,
+        records: RecordStore,
+        embedder: Embedder,
+        short_term: ShortTermTier,
+        ltm_max_entries: int = DEFAULT_LTM_MAX_ENTRIES,
+        clock: Clock | None = None,
+        knowledge: KnowledgeBase | None = None,
+    ) -> None:
+        if (
+            isinstance(ltm_max_entries, bool)
+            or not isinstance(ltm_max_entries, int)
+            or ltm_max_entries < 0
+        ):
+            raise InvalidInput(
+                "ltm_max_entries must be an int >= 0 (0 = unlimited).", field="ltm_max_entries"
+            )
+        self.long_term = LongTermTier(records)
+        self.short_term = short_term
+        self.embedder = embedder
+        self.ltm_max_entries = ltm_max_entries
+        self.knowledge = knowledge
+        """Searched for the ``<knowledge>`` block of ``prompt_context`` (None: no block)."""
+        self.clock: Clock = clock or SystemClock()
+        self._sync = TierSync(short_term, self.long_term, self.clock)
+        self._pruned_at = float("-inf")
+
+    # -- writing -----------------------------------------------------------------------
+
+    async def store(
+        self,
+        principal: Principal,
+        *,
+        agent_id: str,
+        key: str,
+        value: str,
+        scope: Scope = "agent",
+        session_id: str | None = None,
+        metadata: dict[str, JSON] | None = None,
+        ttl: object = None,
+    ) -> Memory:
+        """Store a memory, or update the one with the same identity (upsert)."""
+        check_id_part(agent_id, "agent_id")
+        principal.check_agent(agent_id)
+        scope = _check_scope(scope)
+        if scope == "session":
+            check_id_part(session_id, "session_id")
+        elif session_id is not None:
+            raise InvalidInput(
+                "session_id is only for scope 'session'; drop it or set scope to 'session'.",
+                field="session_id",
+            )
+        key, value = _check_key(key), _check_value(value)
+        meta = _check_metadata(metadata)
+        now = self.clock.now()
+        expires_at = expiry_from_ttl(ttl, now=now)
+        mid = memory_id(
+            tenant=principal.tenant, scope=scope, agent_id=agent_id, session_id=session_id, key=key
+        )
+        return await asyncio.to_thread(
+            self._write,
+            Memory(
+                id=mid,
+                tenant=principal.tenant,
+                agent_id=agent_id,
+                scope=scope,
+                key=key,
+                value=value,
+                session_id=session_id,
+                metadata=meta,
+                expires_at=expires_at,
+                created_at=now,
+                updated_at=now,
+            ),
+        )
+
+    async def update(
+        self,
+        principal: Principal,
+        memory_id: str,
+        *,
+        value: str | None = None,
+        metadata: dict[str, JSON] | None = None,
+        ttl: object = _UNSET,
+    ) -> Memory:
+        """Change a memory's value, metadata or TTL in every tier and index.
+        ``ttl=None`` removes the TTL; leaving it out keeps the current one."""
+        current = await self.get(principal, memory_id)
+        now = self.clock.now()
+        changed = replace(
+            current,
+            value=_check_value(value) if value is not None else current.value,
+            metadata=_check_metadata(metadata) if metadata is not None else current.metadata,
+            expires_at=current.expires_at if ttl is _UNSET else expiry_from_ttl(ttl, now=now),
+            updated_at=now,
+        )
+        return await asyncio.to_thread(self._write, changed)
+
+    def _write(self, memory: Memory) -> Memory:
+        fields: dict[str, JSON] = {
+            "key": memory.key,
+            "value": memory.value,
+            "metadata": memory.metadata,
+        }
+        refuse_secrets(fields, where="memory")  # here, in the worker thread, off the loop
+        existing = self.long_term.get(memory.tenant, memory.id)
+        if existing is not None:
+            memory = replace(memory, created_at=existing.created_at)
+        vector = self.embedder.embed_batch([f"{memory.key}: {memory.value}"])[0]
+        evicted = self.long_term.upsert(
+            memory, vector, keep=self.ltm_max_entries, model_id=self.embedder.model_id
+        )
+        self._stm_put(memory)
+        if evicted:
+            self._stm_remove(memory.tenant, memory.bucket, evicted)
+        return memory
+
+    async def delete(self, principal: Principal, memory_id: str) -> Memory:
+        """Remove a memory from every tier and index; returns what was removed."""
+        memory = await self.get(principal, memory_id)
+        await asyncio.to_thread(self._remove, memory.tenant, memory.bucket, [memory.id])
+        return memory
+
+    def _remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> None:
+        self.long_term.delete(tenant, bucket, ids)
+        self._stm_remove(tenant, bucket, ids)
+
+    def _stm_remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> None:
+        self._sync.remove(tenant, bucket, ids)
+
+    def _stm_put(self, memory: Memory) -> None:
+        self._sync.put(memory)
+
+    # -- reading -----------------------------------------------------------------------
+
+    async def get(self, principal: Principal, memory_id: str) -> Memory:
+        if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 200:
+            raise NotFound(f"no memory {memory_id!r}.", field="id")
+        memory = await asyncio.to_thread(self.long_term.get, principal.tenant, memory_id)
+        if memory is None or not principal.may_see(memory):
+            raise NotFound(f"no memory {memory_id!r}.", field="id")
+        return memory
+
+    async def list(
+        self,
+        principal: Principal,
+        *,
+        agent_id: str | None = None,
+        scope: Scope | None = None,
+        session_id: str | None = None,
+        key: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> MemoryPage:
+        """A page of memories, newest first, filtered by agent, scope, session and key."""
+        limit, offset = _check_page(limit, offset, MAX_LIST_LIMIT)
+        buckets = await asyncio.to_thread(self._buckets, principal, agent_id, scope)
+        where = _Where(scope=scope, session_id=session_id, key=key, agent_id=agent_id)
+        return await asyncio.to_thread(self._list, principal.tenant, buckets, where, limit, offset)
+
+    def _buckets(
+        self, principal: Principal, agent_id: str | None, scope: Scope | None
+    ) -> builtins.list[str]:
+        scope = _check_scope(scope) if scope is not None else None
+        if agent_id is not None:
+            check_id_part(agent_id, "agent_id")
+            principal.check_agent(agent_id)
+            if scope == "global":
+                return [GLOBAL_BUCKET]
+            return [agent_id] if scope else [agent_id, GLOBAL_BUCKET]
+        if scope == "global":
+            return [GLOBAL_BUCKET]
+        known = self.long_term.buckets(principal.tenant)
+        allowed = [
+            b
+            for b in known
+            if b == GLOBAL_BUCKET or principal.agents is None or b in principal.agents
+        ]
+        return [b for b in allowed if scope is None or b != GLOBAL_BUCKET]
+
+    def _list(
+        self, tenant: str, buckets: builtins.list[str], where: _Where, limit: int, offset: int
+    ) -> MemoryPage:
+        wanted = offset + limit
+        merged: builtins.list[Memory] = []
+        total = 0
+        for bucket in buckets:
+            selector = where.filter_for(bucket)
+            total += self.long_term.count(tenant, bucket, selector)
+            merged.extend(self.long_term.list(tenant, bucket, selector, limit=wanted))
+        merged.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+        return MemoryPage(memories=merged[offset:wanted], total=total, limit=limit, offset=offset)
+
+    async def search(
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        agent_id: str | None = None,
+        scope: Scope | None = None,
+        session_id: str | None = None,
+        key: str | None = None,
+        mode: SearchMode = "hybrid",
+        limit: int = 10,
+    ) -> builtins.list[SearchHit]:
+        """Full-text, semantic or hybrid search of the long-term tier, best first."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("query must be a non-empty string.", field="query")
+        if len(query) > MAX_VALUE_CHARS:
+            raise InvalidInput(f"query is over {MAX_VALUE_CHARS} characters.", field="query")
+        if mode not in ("hybrid", "text", "semantic"):
+            raise InvalidInput("mode must be one of hybrid, text, semantic.", field="mode")
+        limit, _ = _check_page(limit, 0, MAX_SEARCH_LIMIT)
+        buckets = await asyncio.to_thread(self._buckets, principal, agent_id, scope)
+        where = _Where(scope=scope, session_id=session_id, key=key, agent_id=agent_id)
+        return await asyncio.to_thread(
+            self._search, principal.tenant, buckets, where, query, mode, limit
+        )
+
+    def _search(
+        self,
+        tenant: str,
+        buckets: builtins.list[str],
+        where: _Where,
+        query: str,
+        mode: SearchMode,
+        limit: int,
+    ) -> builtins.list[SearchHit]:
+        vector = None if mode == "text" else self.embedder.embed_batch([query])[0]
+        # One fusion over every bucket's candidates: keyword scores share one scale.
+        hits = hybrid_candidates(
+            self.long_term.records,
+            [self.long_term.namespace(tenant, bucket) for bucket in buckets],
+            query=query,
+            vector=vector,
+            pool=max(4 * limit, 40),
+            keyword_weight=0.0 if mode == "semantic" else KEYWORD_WEIGHT,
+            filters=[where.filter_for(bucket) for bucket in buckets],
+            model_id=self.embedder.model_id,
+        )
+        out: list[SearchHit] = []
+        for hit in hits:
+            if mode == "text" and not hit.keyword:
+                continue
+            out.append(
+                SearchHit(
+                    memory=from_record(tenant, hit.record),
+                    score=round(hit.relevance, 6),
+                    similarity=round(hit.similarity, 6),
+                    keyword=round(hit.keyword or 0.0, 6),
+                )
+            )
+            if len(out) == limit:
+                break
+        return out
+
+    # -- prompt injection --------------------------------------------------------------
+
+    async def context(
+        self, principal: Principal, *, agent_id: str, session_id: str | None = None
+    ) -> builtins.list[Memory]:
+        """The memories injected before an agent runs: its session's, its own and the
+        global ones, newest first within each group. Short-term tier first; the long-term
+        tier when a bucket is empty there or the tier is down. Expired ones are pruned."""
+        check_id_part(agent_id, "agent_id")
+        principal.check_agent(agent_id)
+        if session_id is not None:
+            check_id_part(session_id, "session_id")
+        return await asyncio.to_thread(self._context, principal.tenant, agent_id, session_id)
+
+    def _context(self, tenant: str, agent_id: str, session_id: str | None) -> builtins.list[Memory]:
+        now = self.clock.now()
+        self._prune_if_due(now)
+        own = self._recent(tenant, agent_id, now)
+        shared = self._recent(tenant, GLOBAL_BUCKET, now)
+        session = [m for m in own if m.scope == "session" and m.session_id == session_id]
+        agent = [m for m in own if m.scope == "agent"]
+        return session + agent + shared
+
+    def _prune_if_due(self, now: float) -> None:
+        """Delete expired memories from the long-term tier before an injection, at most
+        once per second of clock time (one indexed DELETE; reads hide them regardless)."""
+        if now - self._pruned_at < PRUNE_EVERY_S:
+            return
+        self._pruned_at = now
+        self.long_term.records.prune_expired(now)
+
+    def _recent(self, tenant: str, bucket: str, now: float) -> builtins.list[Memory]:
+        return self._sync.recent(tenant, bucket, now)
+
+    async def prompt_context(
+        self,
+        principal: Principal,
+        *,
+        agent_id: str,
+        session_id: str | None = None,
+        query: str | None = None,
+        budget: int = 8_000,
+        knowledge: KnowledgeBase | None = None,
+    ) -> PromptContext:
+        """What to inject before an agent runs, built here once for every transport: the
+        ``<memories>`` block of the agent's memories (its session's, its own, the global
+        ones) within ``budget`` characters and, for a ``query``, the ``<knowledge>`` block
+        of the best passages within half of it (``knowledge`` overrides the service's)."""
+        budget = check_budget(budget)
+        found = await self.context(principal, agent_id=agent_id, session_id=session_id)
+        base = knowledge or self.knowledge
+        hits = await base.search(principal, query, limit=KNOWLEDGE_HITS) if base and query else []
+        return assemble(found, hits, budget)
+
+    async def render_memories(
+        self,
+        principal: Principal,
+        *,
+        agent_id: str,
+        session_id: str | None = None,
+        budget_chars: int = 8_000,
+    ) -> str:
+        """The ``<memories>`` block for an agent's system prompt (``""`` when empty)."""
+        from memstack.service.render import render_memories
+
+        memories = await self.context(principal, agent_id=agent_id, session_id=session_id)
+        return render_memories(memories, budget_chars=budget_chars)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def warmup(self) -> int:
+        """Load each agent's most recent memories from the long-term tier into the
+        short-term tier, for every tenant; returns how many were loaded."""
+        return await asyncio.to_thread(self._warmup)
+
+    def _warmup(self) -> int:
+        loaded = 0
+        now = self.clock.now()
+        started = time.perf_counter()
+        for tenant in self.long_term.tenants():
+            for bucket in self.long_term.buckets(tenant):
+                loaded += self._sync.fill(tenant, bucket, now)
+        _log.info(
+            "warmed %d memories into the short-term tier in %.2fs",
+            loaded,
+            time.perf_counter() - started,
+        )
+        return loaded
+
+    async def prune_expired(self) -> int:
+        """Delete expired memories from the long-term tier (reads already hide them)."""
+        return await asyncio.to_thread(self.long_term.records.prune_expired, self.clock.now())
+
+
+def _check_scope(scope: object) -> Scope:
+    if scope not in SCOPES:
+        raise InvalidInput(
+            f"scope must be one of session, agent, global; got {scope!r}.", field="scope"
+        )
+    return scope
+
+
+def _check_key(key: object) -> str:
+    if not isinstance(key, str) or not key.strip():
+        raise InvalidInput("key must be a non-empty string.", field="key")
+    if len(key) > MAX_KEY_CHARS:
+        raise InvalidInput(f"key is over {MAX_KEY_CHARS} characters; shorten it.", field="key")
+    if any(ord(ch) < 32 for ch in key):
+        raise InvalidInput("key must not contain control characters or newlines.", field="key")
+    return key
+
+
+def _check_value(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("value must be a non-empty string.", field="value")
+    if len(value) > MAX_VALUE_CHARS:
+        raise InvalidInput(
+            f"value is {len(value)} characters; the limit is {MAX_VALUE_CHARS}. "
+            "Store a summary, or add the full text as knowledge.",
+            field="value",
+        )
+    return value
+
+
+def _check_metadata(metadata: object) -> dict[str, JSON]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise InvalidInput("metadata must be a JSON object.", field="metadata")
+    checked = to_json(metadata, field="metadata")
+    assert isinstance(checked, dict)
+    if len(str(checked)) > 8_192:
+        raise InvalidInput("metadata is over 8 KiB; keep tags small.", field="metadata")
+    return checked
+
+
+def _check_page(limit: object, offset: object, max_limit: int) -> tuple[int, int]:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
+        raise InvalidInput(f"limit must be an int from 1 to {max_limit}.", field="limit")
+    if (
+        isinstance(offset, bool)
+        or not isinstance(offset, int)
+        or not 0 <= offset <= MAX_LIST_OFFSET
+    ):
+        raise InvalidInput(
+            f"offset must be an int from 0 to {MAX_LIST_OFFSET}; narrow the listing with "
+            "agent_id, scope, session_id or key to reach older memories.",
+            field="offset",
+        )
+    return limit, offset
