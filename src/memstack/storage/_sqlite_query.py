@@ -8,6 +8,7 @@ so their length never meets SQLite's limit on parameters.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,6 +53,7 @@ ON CONFLICT (namespace, id) DO UPDATE SET
 """
 
 _INT64 = (-(2**63), 2**63 - 1)
+_LITTLE_ENDIAN = sys.byteorder == "little"
 
 
 def canonical_json(value: JSON) -> str:
@@ -133,7 +135,7 @@ def record_from_row(row: Sequence[Any]) -> Record:
         namespace=row[1],
         id=row[2],
         text=row[3],
-        metadata=json.loads(row[4]),
+        metadata={} if row[4] == "{}" else json.loads(row[4]),
         kind=row[5],
         importance=row[6],
         created_at=row[7],
@@ -146,7 +148,10 @@ def record_from_row(row: Sequence[Any]) -> Record:
 
 
 def decode_vector(blob: bytes) -> np.ndarray[Any, np.dtype[np.float32]]:
-    """A read-only float32 array over a stored little-endian BLOB."""
-    array = np.frombuffer(blob, dtype="<f4").astype(np.float32, copy=False)
+    """A read-only float32 array over a stored little-endian BLOB (a view of the bytes,
+    which are immutable, on a little-endian machine; a read-only copy elsewhere)."""
+    if _LITTLE_ENDIAN:
+        return np.frombuffer(blob, dtype=np.float32)
+    array = np.frombuffer(blob, dtype="<f4").astype(np.float32)
     array.flags.writeable = False
     return array
