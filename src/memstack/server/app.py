@@ -9,7 +9,9 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from memstack import __version__
+from memstack.inspector import inspector_router
 from memstack.mcp.http import mount_mcp
+from memstack.server.docs import mount_docs
 from memstack.server.errors import BodyLimit, install_error_handlers
 from memstack.server.routes import api_routes, health_route
 from memstack.server.services import Services, services_from_settings
@@ -40,11 +42,15 @@ def create_app(
         version=__version__,
         description="Two-tier agent memory: scopes, TTL, caps, search, knowledge.",
         lifespan=lifespan,
+        docs_url=None,  # /docs and /redoc come from packaged assets (mount_docs)
+        redoc_url=None,
     )
     app.state.services = services  # what the app serves from, for operators and tests
     install_error_handlers(app)
     app.include_router(health_route(services))
     app.include_router(api_routes(services))
+    mount_docs(app)
+    app.include_router(inspector_router())  # /ui: the web inspector's static page
     mount_mcp(app, services)  # /mcp: the MCP server, behind the same Bearer keys
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     return app
