@@ -387,3 +387,17 @@ def test_two_store_names_keep_their_items_apart(records: RecordStore) -> None:
     one.put(("ns",), "k", {"owner": "one"})
     assert two.get(("ns",), "k") is None
     assert two.search(("ns",)) == [] and two.list_namespaces() == []
+
+
+def test_a_credential_is_refused_and_nothing_of_the_batch_is_stored(plain: MemstackStore) -> None:
+    key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow" + "A" * 40
+    with pytest.raises(InvalidInput) as error:
+        plain.batch(
+            [
+                PutOp(("docs",), "fine", {"text": "green tea"}),
+                PutOp(("docs",), "bad", {"notes": {"deploy": key}}),
+            ]
+        )
+    assert error.value.field == "value.notes.deploy"
+    assert "never kept in the LangGraph store" in str(error.value)
+    assert plain.get(("docs",), "fine") is None and plain.get(("docs",), "bad") is None

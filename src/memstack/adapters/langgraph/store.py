@@ -30,6 +30,7 @@ from langgraph.store.base import validate_op_namespace as _check_labels
 from memstack._json import JSON, to_json
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput
+from memstack.longterm.secrets import refuse_secrets
 from memstack.storage import NamespaceLike, Record, RecordStore, open_record_store
 
 from . import _values as v
@@ -159,6 +160,8 @@ class MemstackStore(BaseStore):
                     op.key
                 )
         kept = [op for op in puts if op.value is not None]
+        for op in kept:  # credentials are never stored, as on every memstack write path
+            refuse_secrets({"key": op.key, "value": _value(op)}, where="the LangGraph store")
         self.records.write(upserts=self._records(kept), deletes=deletes, model_id=self._model_id)
 
     def _records(self, puts: list[PutOp]) -> list[Record]:
