@@ -55,7 +55,11 @@ def test_bench_ingest_writes_its_json(tmp_path: Path):
             assert run[rate] > 0
         assert run["remember_many_to_embed"] > 0
         assert run["stored_one"] > 0 and run["stored_many"] > 0
-    assert "of the embedder alone" in result.output
+        assert run["remember_turns_per_s"] > 0 and run["turns_embed_per_s"] > 0
+        assert run["remember_turns_to_embed"] == round(
+            run["remember_turns_per_s"] / run["turns_embed_per_s"], 3
+        )
+    assert "of the embedder alone" in result.output and "remember_turns" in result.output
 
 
 def test_short_texts_need_no_locomo_file(tmp_path: Path):

@@ -349,14 +349,21 @@ def ingest(
     from memstack.bench.synth import synth_sentences
     from memstack.clock import SystemClock
     from memstack.errors import MemstackError
+    from memstack.longterm.turns import Turn
 
     sets: dict[str, list[str]] = {}
+    turns: dict[str, list[Turn]] = {}
     if text_sets in ("locomo", "both"):
         try:
             samples, _ = load_locomo(data)
         except MemstackError as exc:
             raise click.ClickException(str(exc)) from exc
-        sets["locomo"] = [t.memory_text for s in samples for t in s.turns][:n]
+        said = [(s.sample_id, t) for s in samples for t in s.turns][:n]
+        sets["locomo"] = [t.memory_text for _, t in said]
+        turns["locomo"] = [
+            Turn(speaker=t.speaker, text=t.text, time=t.timestamp, session_id=f"{s}:{t.session}")
+            for s, t in said
+        ]
     if text_sets in ("short", "both"):
         sets["short"] = synth_sentences(n)
     embedder = open_bench_embedder(embedder_kind)
@@ -364,7 +371,7 @@ def ingest(
     results = []
     with open_bench_store("sqlite") as store:
         for name, texts in sets.items():
-            with click.progressbar(length=4 * len(texts), label=name, file=sys.stderr) as bar:
+            with click.progressbar(length=6 * len(texts), label=name, file=sys.stderr) as bar:
                 run = run_ingest(
                     name,
                     texts,
@@ -373,6 +380,7 @@ def ingest(
                     clock=SystemClock(),
                     batch=batch,
                     progress=bar.update,
+                    turns=turns.get(name),
                 )
                 results.append(asyncio.run(run))
     click.echo(f"ingest on SQLite, embedder {embedder.model_id}, batches of {batch} (memories/s)")
@@ -381,6 +389,10 @@ def ingest(
     click.echo(format_table(headers, rows))
     for r in results:
         click.echo(f"{r.texts}: remember_many runs at {r.many_to_embed:.0%} of the embedder alone")
+        click.echo(
+            f"{r.texts}: remember_turns {r.remember_turns_per_s:,.0f}/s, embedder alone on the "
+            f"same turns {r.turns_embed_per_s:,.0f}/s ({r.turns_to_embed:.0%})"
+        )
     if out:
         write_json(
             out,

@@ -4,7 +4,9 @@ For one set of texts, each in a fresh collection of one store (``max_items=0``, 
 eviction never runs): the embedder alone (``embed_batch`` in batches), then
 ``remember_many`` in the same batches with dedupe on, then ``remember`` one text at
 a time, then ``store.upsert`` of the same texts with their vectors given, in
-batches of 1000. Rates are memories per second.
+batches of 1000; and the texts as conversation turns through ``remember_turns`` in the
+same batches, beside the embedder alone on the turns' memory texts (``<speaker>:
+<text>``, which is what it embeds). Rates are memories per second.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy.typing as npt
 from memstack.clock import Clock
 from memstack.embeddings import Embedder
 from memstack.longterm import Candidate, Collection, LongTermMemory
+from memstack.longterm.turns import Turn, turn_text
 from memstack.storage import Record, RecordStore
 
 __all__ = ["IngestResult", "run_ingest"]
@@ -40,6 +43,16 @@ class IngestResult:
     stored_many: int
     """How many ``remember_many`` stored (the rest were duplicates or secrets)."""
     stored_one: int
+    turns_embed_per_s: float
+    """The embedder alone on the turns' memory texts."""
+    remember_turns_per_s: float
+
+    @property
+    def turns_to_embed(self) -> float:
+        """``remember_turns`` as a share of the embedder alone on the same turns."""
+        if not self.turns_embed_per_s:
+            return 0.0
+        return round(self.remember_turns_per_s / self.turns_embed_per_s, 3)
 
     @property
     def many_to_embed(self) -> float:
@@ -47,7 +60,11 @@ class IngestResult:
         return round(self.remember_many_per_s / self.embed_per_s, 3) if self.embed_per_s else 0.0
 
     def to_json(self) -> dict[str, object]:
-        return {**vars(self), "remember_many_to_embed": self.many_to_embed}
+        return {
+            **vars(self),
+            "remember_many_to_embed": self.many_to_embed,
+            "remember_turns_to_embed": self.turns_to_embed,
+        }
 
 
 async def run_ingest(
@@ -59,8 +76,10 @@ async def run_ingest(
     clock: Clock,
     batch: int = 64,
     progress: Callable[[int], None] = lambda n: None,
+    turns: Sequence[Turn] | None = None,
 ) -> IngestResult:
-    """Measure the four ways in on ``texts`` (``name`` labels the set)."""
+    """Measure the ways in on ``texts`` (``name`` labels the set). ``turns`` are the same
+    texts as conversation turns; by default two speakers take turns, 20 to a session."""
     user = f"bench-{uuid.uuid4().hex[:8]}"
 
     def memory(mode: str) -> LongTermMemory:
@@ -87,6 +106,14 @@ async def run_ingest(
         progress(1)
     one_s = time.perf_counter() - started
     upsert_s = _upsert(store, memory("upsert").namespace, texts, vectors, clock, progress)
+    said = list(turns) if turns is not None else _as_turns(texts, clock.now())
+    turns_embed_s, _ = _embed_alone(embedder, [turn_text(t) for t in said], batch, progress)
+    spoken = memory("turns")
+    started = time.perf_counter()
+    for lo in range(0, len(said), batch):
+        await spoken.remember_turns(said[lo : lo + batch])
+        progress(len(said[lo : lo + batch]))
+    turns_s = time.perf_counter() - started
     return IngestResult(
         texts=name,
         n=len(texts),
@@ -97,7 +124,16 @@ async def run_ingest(
         upsert_per_s=_rate(len(texts), upsert_s),
         stored_many=stored_many,
         stored_one=stored_one,
+        turns_embed_per_s=_rate(len(said), turns_embed_s),
+        remember_turns_per_s=_rate(len(said), turns_s),
     )
+
+
+def _as_turns(texts: Sequence[str], now: float) -> list[Turn]:
+    return [
+        Turn(speaker="AB"[i % 2], text=text, time=now, session_id=f"s{i // 20}")
+        for i, text in enumerate(texts)
+    ]
 
 
 def _rate(n: int, seconds: float) -> float:
