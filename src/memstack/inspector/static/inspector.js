@@ -1,0 +1,370 @@
+// memstack inspector: plain JavaScript over the REST API, no dependencies.
+// Every value from the server is untrusted text: it reaches the page through
+// textContent and setAttribute only, never through innerHTML.
+"use strict";
+
+const KEY_STORAGE = "memstack.inspector.key";
+const PAGE = 50;
+const POLL_MS = 3000;
+
+const state = { key: null, view: "memories", offset: 0, total: 0, query: null, shown: {} };
+const $ = (id) => document.getElementById(id);
+
+// -- building the page ------------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (name === "onclick") node.addEventListener("click", value);
+    else node.setAttribute(name, value);
+  }
+  for (const child of children) {
+    node.append(child instanceof Node ? child : document.createTextNode(String(child ?? "")));
+  }
+  return node;
+}
+
+function setStatus(text, isError) {
+  const status = $("status");
+  status.textContent = text;
+  status.className = isError ? "error" : "";
+}
+
+const fixed = (n) => Number(n).toFixed(3);
+const when = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d+Z$/, "Z") : "never");
+
+// -- the REST API -------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { Authorization: `Bearer ${state.key}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = await response.json().catch(() => null);
+  if (!response.ok) {
+    const message = data && data.error ? data.error.message : `HTTP ${response.status}`;
+    throw new ApiError(response.status, message);
+  }
+  return data;
+}
+
+function query(params) {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== "" && value !== null && value !== undefined) search.set(name, value);
+  }
+  return search.toString();
+}
+
+function filters() {
+  return {
+    agent_id: $("f-agent").value.trim(),
+    scope: $("f-scope").value,
+    session_id: $("f-session").value.trim(),
+  };
+}
+
+// -- signing in -----------------------------------------------------------------------
+
+async function signIn(key) {
+  state.key = key;
+  try {
+    await api("GET", `/api/memories?limit=1`);
+  } catch (error) {
+    signOut(error.status === 401 ? "That API key was refused: check it and try again." : error.message);
+    return;
+  }
+  sessionStorage.setItem(KEY_STORAGE, key);
+  $("login").hidden = true;
+  $("app").hidden = false;
+  $("forget").hidden = false;
+  setStatus("");
+  await show(state.view);
+}
+
+function signOut(message) {
+  state.key = null;
+  sessionStorage.removeItem(KEY_STORAGE);
+  $("login").hidden = false;
+  $("app").hidden = true;
+  $("forget").hidden = true;
+  setStatus(message || "", Boolean(message));
+  $("api-key").focus();
+}
+
+// -- views ----------------------------------------------------------------------------
+
+async function show(view) {
+  state.view = view;
+  for (const tab of document.querySelectorAll(".tab")) {
+    tab.setAttribute("aria-pressed", String(tab.dataset.view === view));
+  }
+  for (const name of ["memories", "search", "knowledge"]) {
+    $(`view-${name}`).hidden = name !== view;
+  }
+  $("filters").hidden = view === "knowledge";
+  await refresh(true);
+}
+
+async function refresh(force) {
+  try {
+    if (state.view === "memories") await loadMemories(force);
+    else if (state.view === "knowledge") await loadDocuments(force);
+    else if (state.query) await runSearch(force);
+  } catch (error) {
+    if (error.status === 401) signOut("The API key was revoked or refused; enter a key.");
+    else setStatus(error.message, true);
+  }
+}
+
+// Re-render only when the data changed, so polling never disturbs the reader.
+function changed(view, data, force) {
+  const signature = JSON.stringify(data);
+  if (!force && state.shown[view] === signature) return false;
+  state.shown[view] = signature;
+  return true;
+}
+
+function actions(memory) {
+  return el(
+    "td",
+    { class: "actions" },
+    el("button", { type: "button", "aria-label": `Edit ${memory.key}`, onclick: () => edit(memory) }, "Edit"),
+    el("button", { type: "button", "aria-label": `Delete ${memory.key}`, onclick: () => remove(memory) }, "Delete"),
+  );
+}
+
+function agentCell(memory) {
+  const button = el("button", { type: "button", class: "link", title: "Show this agent's memories" }, memory.agent_id);
+  button.addEventListener("click", () => {
+    $("f-agent").value = memory.agent_id;
+    state.offset = 0;
+    show("memories");
+  });
+  return el("td", {}, button);
+}
+
+function memoryRow(memory) {
+  const metadata = Object.keys(memory.metadata).length ? JSON.stringify(memory.metadata) : "";
+  return el(
+    "tr",
+    { "data-id": memory.id },
+    el("td", { class: "key" }, memory.key),
+    el("td", { class: "value" }, memory.value),
+    agentCell(memory),
+    el("td", {}, memory.scope),
+    el("td", {}, memory.session_id ?? ""),
+    el("td", { class: "metadata" }, metadata),
+    el("td", { class: "expires" }, when(memory.expires_at)),
+    el("td", {}, when(memory.updated_at)),
+    actions(memory),
+  );
+}
+
+async function loadMemories(force) {
+  const page = await api("GET", `/api/memories?${query({ ...filters(), limit: PAGE, offset: state.offset })}`);
+  if (!changed("memories", page, force)) return;
+  state.total = page.total;
+  rememberAgents(page.memories);
+  $("memories").tBodies[0].replaceChildren(...page.memories.map(memoryRow));
+  const first = page.total ? page.offset + 1 : 0;
+  const last = page.offset + page.memories.length;
+  const noun = page.total === 1 ? "memory" : "memories";
+  $("memories-count").textContent = `${first}–${last} of ${page.total} ${noun}, newest first`;
+  $("prev").disabled = page.offset === 0;
+  $("next").disabled = last >= page.total;
+}
+
+function rememberAgents(memories) {
+  const list = $("agents");
+  const known = new Set([...list.options].map((o) => o.value));
+  for (const memory of memories) {
+    if (!known.has(memory.agent_id)) {
+      known.add(memory.agent_id);
+      list.append(el("option", { value: memory.agent_id }));
+    }
+  }
+}
+
+async function runSearch(force) {
+  const body = { query: state.query, mode: $("mode").value, limit: 20 };
+  for (const [name, value] of Object.entries(filters())) if (value) body[name] = value;
+  const found = await api("POST", "/api/memories/search", body);
+  if (!changed("search", [body, found], force)) return;
+  const rows = found.results.map((hit) =>
+    el(
+      "tr",
+      { "data-id": hit.memory.id },
+      el("td", { class: "score" }, fixed(hit.score)),
+      el("td", { class: "similarity" }, fixed(hit.similarity)),
+      el("td", { class: "keyword" }, fixed(hit.keyword)),
+      el("td", { class: "key" }, hit.memory.key),
+      el("td", { class: "value" }, hit.memory.value),
+      agentCell(hit.memory),
+      el("td", {}, hit.memory.scope),
+      actions(hit.memory),
+    ),
+  );
+  $("results").tBodies[0].replaceChildren(...rows);
+  setStatus(`${found.results.length} results for “${state.query}”.`);
+}
+
+async function loadDocuments(force) {
+  const page = await api("GET", "/api/knowledge?limit=500");
+  if (!changed("knowledge", page, force)) return;
+  const rows = page.documents.map((doc) =>
+    el(
+      "tr",
+      { "data-id": doc.id },
+      el("td", { class: "title" }, doc.title),
+      el("td", {}, doc.tags.join(", ")),
+      el("td", {}, doc.source ?? ""),
+      el("td", {}, doc.chars),
+      el("td", {}, when(doc.created_at)),
+      el(
+        "td",
+        { class: "actions" },
+        el("button", { type: "button", "aria-label": `View ${doc.title}`, onclick: () => viewDocument(doc.id) }, "View"),
+        el("button", { type: "button", "aria-label": `Delete ${doc.title}`, onclick: () => removeDocument(doc) }, "Delete"),
+      ),
+    ),
+  );
+  $("documents").tBodies[0].replaceChildren(...rows);
+}
+
+async function viewDocument(id) {
+  try {
+    const doc = await api("GET", `/api/knowledge/${encodeURIComponent(id)}`);
+    $("document-title").textContent = doc.title;
+    $("document-text").textContent = doc.text;
+    $("document").hidden = false;
+    $("document-close").focus();
+  } catch (error) {
+    setStatus(error.message, true);
+  }
+}
+
+async function removeDocument(doc) {
+  if (!window.confirm(`Delete the document “${doc.title}”?`)) return;
+  try {
+    await api("DELETE", `/api/knowledge/${encodeURIComponent(doc.id)}`);
+    $("document").hidden = true;
+    setStatus(`Deleted the document “${doc.title}”.`);
+    await refresh(true);
+  } catch (error) {
+    setStatus(error.message, true);
+  }
+}
+
+// -- changing memories ------------------------------------------------------------------
+
+let editing = null;
+
+function edit(memory) {
+  editing = memory;
+  $("edit-id").textContent = `${memory.key} (${memory.id}), expires: ${when(memory.expires_at)}`;
+  $("e-value").value = memory.value;
+  $("e-metadata").value = JSON.stringify(memory.metadata, null, 2);
+  $("e-ttl").value = "";
+  $("e-no-ttl").checked = false;
+  $("edit-error").textContent = "";
+  $("editor").showModal();
+}
+
+function editedBody() {
+  let metadata;
+  try {
+    metadata = JSON.parse($("e-metadata").value.trim() || "{}");
+  } catch (error) {
+    throw new Error(`metadata: not valid JSON (${error.message}); write an object such as {"source": "chat"}.`);
+  }
+  if (metadata === null || typeof metadata !== "object" || Array.isArray(metadata)) {
+    throw new Error('metadata: must be a JSON object such as {"source": "chat"}.');
+  }
+  const body = { value: $("e-value").value, metadata };
+  const ttl = $("e-ttl").value.trim();
+  if ($("e-no-ttl").checked) body.ttl = null;
+  else if (ttl) body.ttl = /^\d+(\.\d+)?$/.test(ttl) ? Number(ttl) : ttl;
+  return body;
+}
+
+async function save(event) {
+  event.preventDefault();
+  try {
+    const saved = await api("PUT", `/api/memories/${encodeURIComponent(editing.id)}`, editedBody());
+    $("editor").close();
+    setStatus(`Saved “${saved.key}”.`);
+    await refresh(true);
+  } catch (error) {
+    $("edit-error").textContent = error.message;
+  }
+}
+
+async function remove(memory) {
+  if (!window.confirm(`Delete the memory “${memory.key}”?`)) return;
+  try {
+    await api("DELETE", `/api/memories/${encodeURIComponent(memory.id)}`);
+    setStatus(`Deleted “${memory.key}”.`);
+    await refresh(true);
+  } catch (error) {
+    setStatus(error.message, true);
+  }
+}
+
+// -- wiring -------------------------------------------------------------------------------
+
+function poll() {
+  const idle = !$("editor").open && !document.hidden;
+  if (state.key && $("live").checked && idle) refresh(false);
+}
+
+function wire() {
+  $("login-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    signIn($("api-key").value.trim());
+    $("api-key").value = "";
+  });
+  $("forget").addEventListener("click", () => signOut("Key forgotten."));
+  for (const tab of document.querySelectorAll(".tab")) {
+    tab.addEventListener("click", () => show(tab.dataset.view));
+  }
+  $("filters").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.offset = 0;
+    refresh(true);
+  });
+  $("search-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.query = $("q").value.trim();
+    refresh(true);
+  });
+  $("prev").addEventListener("click", () => {
+    state.offset = Math.max(0, state.offset - PAGE);
+    refresh(true);
+  });
+  $("next").addEventListener("click", () => {
+    state.offset += PAGE;
+    refresh(true);
+  });
+  $("edit-form").addEventListener("submit", save);
+  $("edit-cancel").addEventListener("click", () => $("editor").close());
+  $("document-close").addEventListener("click", () => {
+    $("document").hidden = true;
+  });
+  setInterval(poll, POLL_MS);
+  const saved = sessionStorage.getItem(KEY_STORAGE);
+  if (saved) signIn(saved);
+  else $("api-key").focus();
+}
+
+document.addEventListener("DOMContentLoaded", wire);

@@ -1,0 +1,212 @@
+"""The inspector in a real headless Chromium against a real ``memstack serve``: what the
+API stored is listed, searched with its scores, edited and deleted, and every change
+the page makes is checked through the API afterwards."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+
+from memstack.bench.spawn import SpawnedServer
+from tests.inspector.page import InspectorPage
+
+KEY, VALUE, AGENT, SCOPE, SESSION, METADATA, EXPIRES = range(7)
+
+
+def new_agent() -> str:
+    return f"agent-{uuid.uuid4().hex[:8]}"
+
+
+def store(api: httpx.Client, **body: Any) -> dict[str, Any]:
+    reply = api.post("/api/memories", json=body)
+    assert reply.status_code == 201, reply.text
+    stored: dict[str, Any] = reply.json()
+    return stored
+
+
+def test_the_page_asks_for_the_key_and_refuses_a_wrong_one(
+    page: InspectorPage, server: SpawnedServer
+):
+    page.open()
+    assert not page.visible("app")
+    page.shoot("inspector-key.png")
+    page.sign_in("not-a-key")
+    page.until(lambda _: "refused" in page.by_id("status").text)
+    assert page.visible("login") and not page.visible("app")
+    assert httpx.get(f"{server.url}/api/memories").status_code == 401  # no key, no data
+
+
+def test_it_lists_what_the_api_stored_by_agent_scope_and_session(
+    page: InspectorPage, api: httpx.Client
+):
+    agent = new_agent()
+    store(api, agent_id=agent, key="language", value="Answers in French.", ttl=3600)
+    store(
+        api,
+        agent_id=agent,
+        key="topic",
+        value="Refund for order 7.",
+        scope="session",
+        session_id="chat-1",
+        metadata={"channel": "email"},
+    )
+    store(api, agent_id=agent, key="policy", value="Refunds take 14 days.", scope="global")
+    store(api, agent_id=new_agent(), key="elsewhere", value="Another agent's note.")
+
+    page.open()
+    page.sign_in_and_wait(api.headers["Authorization"].removeprefix("Bearer "))
+    page.filter(agent=agent)
+    page.until(lambda _: len(page.rows("memories")) == 3)
+    rows = {row[KEY]: row for row in page.rows("memories")}
+    assert rows["topic"][VALUE] == "Refund for order 7."
+    assert (rows["topic"][SCOPE], rows["topic"][SESSION]) == ("session", "chat-1")
+    assert rows["topic"][METADATA] == '{"channel":"email"}'
+    assert rows["language"][EXPIRES] != "never" and rows["policy"][EXPIRES] == "never"
+    page.shoot("inspector-memories.png")
+
+    page.filter(agent=agent, scope="session", session="chat-1")
+    page.until(lambda _: page.column("memories", KEY) == ["topic"])
+
+
+def test_untrusted_text_is_shown_as_text(page: InspectorPage, api: httpx.Client):
+    agent = new_agent()
+    attack = "<img src=x id=pwned onerror=\"document.title='pwned'\"><script>alert(1)</script>"
+    store(api, agent_id=agent, key="<b>bold</b>", value=attack, metadata={"<i>": "</td>"})
+
+    page.open()
+    page.sign_in_and_wait(api.headers["Authorization"].removeprefix("Bearer "))
+    page.filter(agent=agent)
+    page.wait_for_row("memories", KEY, "<b>bold</b>")
+    [row] = page.rows("memories")
+    assert row[VALUE] == attack
+    assert row[METADATA] == '{"<i>":"</td>"}'
+    markup = "return document.querySelectorAll('#memories img, #memories b').length"
+    assert page.driver.execute_script(markup) == 0
+    assert page.driver.title == "memstack inspector"
+
+
+def test_a_search_shows_the_score_breakdown(page: InspectorPage, api: httpx.Client):
+    agent = new_agent()
+    store(api, agent_id=agent, key="pets", value="The user has a cat named Miso.")
+    store(api, agent_id=agent, key="food", value="The user is vegetarian.")
+    store(api, agent_id=agent, key="cat-food", value="Miso the cat eats fish twice a day.")
+
+    page.open()
+    page.sign_in_and_wait(api.headers["Authorization"].removeprefix("Bearer "))
+    page.filter(agent=agent)
+    page.search("cat named Miso")
+    page.until(lambda _: len(page.rows("results")) > 0)
+
+    expected = api.post(
+        "/api/memories/search", json={"query": "cat named Miso", "agent_id": agent, "limit": 20}
+    ).json()["results"]
+    shown = page.rows("results")
+    assert [row[3] for row in shown] == [hit["memory"]["key"] for hit in expected]
+    for row, hit in zip(shown, expected, strict=True):
+        assert row[:3] == [f"{hit[part]:.3f}" for part in ("score", "similarity", "keyword")]
+    assert float(shown[0][0]) > 0 and shown[0][3] == "pets"
+    page.shoot("inspector-search.png")
+
+
+def test_an_edit_reaches_the_store(page: InspectorPage, api: httpx.Client):
+    agent = new_agent()
+    memory = store(api, agent_id=agent, key="fav", value="Likes tea.")
+
+    page.open()
+    page.sign_in_and_wait(api.headers["Authorization"].removeprefix("Bearer "))
+    page.filter(agent=agent)
+    page.wait_for_row("memories", KEY, "fav")
+    page.press("memories", "Edit fav")
+    page.until(lambda _: page.visible("editor"))
+    value = page.by_id("e-value")
+    value.clear()
+    value.send_keys("Likes green tea, no sugar.")
+    metadata = page.by_id("e-metadata")
+    metadata.clear()
+    metadata.send_keys('{"source": "inspector"}')
+    page.by_id("e-ttl").send_keys("3600")
+    page.shoot("inspector-edit.png")
+    page.by_id("edit-save").click()
+    page.until(lambda _: not page.visible("editor"))
+    page.wait_for_row("memories", VALUE, "Likes green tea, no sugar.")
+
+    stored = api.get(f"/api/memories/{memory['id']}").json()
+    assert stored["value"] == "Likes green tea, no sugar."
+    assert stored["metadata"] == {"source": "inspector"}
+    assert stored["expires_at"] is not None and memory["expires_at"] is None
+
+
+def test_a_bad_edit_names_the_field_and_changes_nothing(page: InspectorPage, api: httpx.Client):
+    agent = new_agent()
+    memory = store(api, agent_id=agent, key="fav", value="Likes tea.")
+
+    page.open()
+    page.sign_in_and_wait(api.headers["Authorization"].removeprefix("Bearer "))
+    page.filter(agent=agent)
+    page.wait_for_row("memories", KEY, "fav")
+    page.press("memories", "Edit fav")
+    page.until(lambda _: page.visible("editor"))
+    page.by_id("e-value").send_keys(" And coffee.")
+    page.by_id("e-metadata").clear()
+    page.by_id("e-metadata").send_keys("[1, 2]")
+    page.by_id("edit-save").click()
+    page.until(lambda _: page.by_id("edit-error").text.startswith("metadata:"))
+    page.by_id("e-metadata").clear()
+    page.by_id("e-ttl").send_keys("next tuesday")
+    page.by_id("edit-save").click()
+    page.until(lambda _: "ttl" in page.by_id("edit-error").text.lower())  # the server's 422
+    assert page.visible("editor")
+    assert api.get(f"/api/memories/{memory['id']}").json()["value"] == "Likes tea."
+
+
+def test_a_delete_reaches_the_store(page: InspectorPage, api: httpx.Client):
+    agent = new_agent()
+    doomed = store(api, agent_id=agent, key="old", value="An outdated fact.")
+    store(api, agent_id=agent, key="kept", value="A fact that stays.")
+
+    page.open()
+    page.sign_in_and_wait(api.headers["Authorization"].removeprefix("Bearer "))
+    page.filter(agent=agent)
+    page.wait_for_row("memories", KEY, "old")
+    page.press("memories", "Delete old")
+    page.confirm()
+    page.until(lambda _: page.column("memories", KEY) == ["kept"])
+    assert api.get(f"/api/memories/{doomed['id']}").status_code == 404
+
+
+def test_memories_stored_after_the_page_opened_appear_by_themselves(
+    page: InspectorPage, api: httpx.Client
+):
+    agent = new_agent()
+    page.open()
+    page.sign_in_and_wait(api.headers["Authorization"].removeprefix("Bearer "))
+    page.filter(agent=agent)
+    page.until(lambda _: "0 of 0" in page.by_id("memories-count").text)
+    store(api, agent_id=agent, key="late", value="Written by another agent meanwhile.")
+    page.wait_for_row("memories", KEY, "late")
+
+
+def test_knowledge_documents_are_listed_viewed_and_deleted(page: InspectorPage, api: httpx.Client):
+    title = f"Refund policy {uuid.uuid4().hex[:6]}"
+    text = "Refunds are paid within 14 days of the return arriving. <b>Not</b> on sale items."
+    doc = api.post("/api/knowledge", json={"title": title, "text": text, "tags": ["policy"]})
+    assert doc.status_code == 201
+    doc_id = doc.json()["id"]
+
+    page.open()
+    page.sign_in_and_wait(api.headers["Authorization"].removeprefix("Bearer "))
+    page.tab("knowledge")
+    page.wait_for_row("documents", 0, title)
+    assert not page.visible("filters")  # memory filters do not apply to documents
+    page.press("documents", f"View {title}")
+    page.until(lambda _: page.visible("document"))
+    assert page.by_id("document-title").text == title
+    assert page.by_id("document-text").get_attribute("textContent") == text
+    page.shoot("inspector-knowledge.png")
+
+    page.press("documents", f"Delete {title}")
+    page.confirm()
+    page.until(lambda _: title not in page.column("documents", 0))
+    assert api.get(f"/api/knowledge/{doc_id}").status_code == 404
