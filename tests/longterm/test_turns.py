@@ -243,3 +243,15 @@ async def test_recall_shows_every_term_and_contextweights_off_switches_them_off(
     assert answer.session > 0 and answer.speaker == 0.05 and answer.time == 0.1
     off = await memory(ContextWeights.off()).recall("When did Alice marry?", 5)
     assert all((r.scores.session, r.scores.speaker, r.scores.time) == (0, 0, 0) for r in off)
+
+
+async def test_recall_ranks_by_the_score_its_breakdown_shows(memory: LongTermMemory) -> None:
+    await memory.remember_turns(CHAT)
+    await memory.remember("Alice married Bob five years ago", importance=0.9)
+    recalled = await memory.recall("When did Alice marry?", 6)
+    scores = [r.score for r in recalled]
+    assert scores == sorted(scores, reverse=True) and len(recalled) == 6
+    for r in recalled:
+        s = r.scores
+        lifted = s.relevance + s.session + s.speaker + s.time
+        assert s.score == pytest.approx(0.7 * lifted + 0.2 * s.recency + 0.1 * s.importance)

@@ -27,6 +27,7 @@ from memstack.longterm.scoring import (
     ContextWeights,
     ScoreBreakdown,
     context_terms,
+    final_score,
     hybrid_score,
     recency,
 )
@@ -137,17 +138,25 @@ class LongTermMemory:
         )
         now = self.clock.now()
         terms = context_terms(query, [_context_candidate(h) for h in hits], self.context_weights)
-        scored = sorted(
-            (
-                (self._score(hit, now, term), i)
-                for i, (hit, term) in enumerate(zip(hits, terms, strict=True))
-            ),
-            key=lambda pair: pair[0].score,
-            reverse=True,
-        )[:k]
+        scores = [
+            final_score(
+                relevance=hit.relevance,
+                context=term,
+                recency=recency(
+                    created_at=hit.record.created_at,
+                    last_accessed_at=hit.record.last_accessed_at,
+                    now=now,
+                ),
+                importance=hit.record.importance,
+            )
+            for hit, term in zip(hits, terms, strict=True)
+        ]
+        best = sorted(range(len(hits)), key=scores.__getitem__, reverse=True)[:k]
         ranked = [
-            RecalledMemory(**_item_fields(hits[i].record), scores=breakdown)
-            for breakdown, i in scored
+            RecalledMemory(
+                **_item_fields(hits[i].record), scores=self._score(hits[i], now, terms[i])
+            )
+            for i in best
         ]
         if touch and ranked:
             self.store.touch(self.namespace, [item.id for item in ranked], now)

@@ -21,6 +21,7 @@ __all__ = [
     "ScoreBreakdown",
     "asks_for_time",
     "context_terms",
+    "final_score",
     "hybrid_score",
     "named_speaker",
     "recency",
@@ -177,6 +178,15 @@ def recency(*, created_at: float, last_accessed_at: float | None, now: float) ->
     return float(0.5 ** (age_days / HALF_LIFE_DAYS))
 
 
+def final_score(
+    *, relevance: float, context: ContextTerms, recency: float, importance: float
+) -> float:
+    """The score alone (what ``hybrid_score`` breaks down): recall ranks every candidate
+    by it and builds the breakdown only for those it returns."""
+    lifted = relevance + context.session + context.speaker + context.time
+    return W_SIMILARITY * lifted + W_RECENCY * recency + W_IMPORTANCE * importance
+
+
 def hybrid_score(
     *,
     similarity: float,
@@ -200,8 +210,7 @@ def hybrid_score(
         else (1 - keyword_weight) * similarity + keyword_weight * keyword
     )
     terms = context or ContextTerms()
-    lifted = relevance + terms.session + terms.speaker + terms.time
-    score = W_SIMILARITY * lifted + W_RECENCY * recency + W_IMPORTANCE * importance
+    score = final_score(relevance=relevance, context=terms, recency=recency, importance=importance)
     return ScoreBreakdown(
         similarity=similarity,
         keyword=keyword or 0.0,
