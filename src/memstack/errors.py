@@ -4,7 +4,8 @@
 
     MemstackError                      every memstack error
      ├── ConfigError                   the developer wired memstack wrongly
-     │                                 (a missing extra, a bad setting, an invalid tool schema)
+     │    │                            (a missing extra, a bad setting, an invalid tool schema)
+     │    └── AuthError                a server refused the API key (401) or its rights (403)
      ├── InvalidInput (ValueError)     the developer passed a bad argument; ``field`` names it
      │    └── NotFound (LookupError)   the thing asked for does not exist
      ├── StoreUnavailable              operations: a backend (database, Redis, model) is down
@@ -21,6 +22,7 @@ they are logged, if at all, at the edge that catches them.
 from __future__ import annotations
 
 __all__ = [
+    "AuthError",
     "ConfigError",
     "InvalidInput",
     "MemstackError",
@@ -37,6 +39,15 @@ class MemstackError(Exception):
 
 class ConfigError(MemstackError):
     """memstack is set up wrongly: a missing optional dependency, a bad setting."""
+
+
+class AuthError(ConfigError):
+    """The memory server refused the API key: missing, wrong or revoked (``status`` 401),
+    or not allowed to do this (403). A ``ConfigError``: the fix is in the caller's setup."""
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class InvalidInput(MemstackError, ValueError):

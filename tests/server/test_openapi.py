@@ -8,6 +8,7 @@ ERROR_REF = "#/components/schemas/ErrorResponse"
 EXPECTED = {
     ("post", "/api/memories"): {400, 403, 413, 422},
     ("get", "/api/memories"): {403, 422},
+    ("delete", "/api/memories"): {403, 422},
     ("post", "/api/memories/search"): {400, 403, 413, 422},
     ("get", "/api/memories/{memory_id}"): {404, 422},
     ("put", "/api/memories/{memory_id}"): {400, 404, 413, 422},

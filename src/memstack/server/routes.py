@@ -18,6 +18,7 @@ from memstack.server.schemas import (
     ID_RULE,
     ContextOut,
     Deleted,
+    DeletedCount,
     DocumentOut,
     DocumentPage,
     DocumentSummary,
@@ -109,6 +110,20 @@ def _memory_routes(services: Services) -> APIRouter:
             limit=page.limit,
             offset=page.offset,
         )
+
+    @router.delete("/memories", responses=error_responses(*_ALWAYS, 403, 422))
+    async def delete_memories(
+        caller: Caller,
+        agent_id: IdParam | None = None,
+        session_id: IdParam | None = None,
+        scope: ScopeName | None = None,
+    ) -> DeletedCount:
+        """Erase an agent's or a session's memories (what the same filters list), in
+        every tier; ``agent_id`` or ``session_id`` is required."""
+        count = await memories.delete_many(
+            caller, agent_id=agent_id, session_id=session_id, scope=scope
+        )
+        return DeletedCount(deleted=count)
 
     @router.post("/memories/search", responses=error_responses(*_ALWAYS, *_BODY, 403))
     async def search_memories(body: SearchRequest, caller: Caller) -> SearchResults:

@@ -222,6 +222,10 @@ class Deleted(BaseModel):
     id: str
 
 
+class DeletedCount(BaseModel):
+    deleted: int = Field(description="How many memories were deleted, from every tier.")
+
+
 class ContextOut(BaseModel):
     memories: list[MemoryOut]
     memories_block: str = Field(description="The <memories> block; empty when none.")

@@ -51,6 +51,7 @@ MAX_LIST_OFFSET: Final = 10_000
 MAX_SEARCH_LIMIT: Final = 100
 KEYWORD_WEIGHT: Final = 0.3
 PRUNE_EVERY_S: Final = 1.0
+_DELETE_BATCH: Final = 500
 
 SearchMode = Literal["hybrid", "text", "semantic"]
 _log = logging.getLogger("memstack.service")
@@ -224,6 +225,36 @@ class MemoryService:
         memory = await self.get(principal, memory_id)
         await asyncio.to_thread(self._remove, memory.tenant, memory.bucket, [memory.id])
         return memory
+
+    async def delete_many(
+        self,
+        principal: Principal,
+        *,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        scope: Scope | None = None,
+    ) -> int:
+        """Erase every memory ``list`` would show for these filters (expired ones too)
+        from every tier and index; returns how many were deleted. An erasure needs
+        ``agent_id`` or ``session_id``: the whole tenant is never one call away."""
+        if agent_id is None and session_id is None:
+            raise InvalidInput(
+                "give agent_id or session_id to say whose memories to delete.", field="agent_id"
+            )
+        if session_id is not None:
+            check_id_part(session_id, "session_id")
+        buckets = await asyncio.to_thread(self._buckets, principal, agent_id, scope)
+        where = _Where(scope=scope, session_id=session_id, key=None, agent_id=agent_id)
+        return await asyncio.to_thread(self._delete_where, principal.tenant, buckets, where)
+
+    def _delete_where(self, tenant: str, buckets: builtins.list[str], where: _Where) -> int:
+        deleted = 0
+        for bucket in buckets:
+            selector = replace(where.filter_for(bucket) or Filter(), include_expired=True)
+            while found := self.long_term.list(tenant, bucket, selector, limit=_DELETE_BATCH):
+                self._remove(tenant, bucket, [m.id for m in found])
+                deleted += len(found)
+        return deleted
 
     def _remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> None:
         self.long_term.delete(tenant, bucket, ids)

@@ -1,0 +1,181 @@
+"""The REST API's calls, written once: each function checks its arguments and returns
+the request to send, typed by the body it answers. ``MemoryClient`` sends them and
+returns that body; ``AsyncMemoryClient`` returns a coroutine of it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, TypeVar, cast
+
+from memstack._json import JSON
+from memstack.client import types as t
+from memstack.errors import InvalidInput
+
+__all__ = ["UNSET", "Call"]
+
+T = TypeVar("T")
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _Unset()
+"""Leave the field as it is (``update(ttl=...)``: ``None`` removes the TTL)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Call(Generic[T]):
+    """One request; ``T`` is the JSON body a success answers with."""
+
+    method: str
+    path: str
+    body: Mapping[str, object] | None = None
+    params: Mapping[str, object] = field(default_factory=dict)
+
+    def query(self) -> dict[str, Any]:
+        return {k: v for k, v in self.params.items() if v is not None}
+
+    def result(self, payload: object) -> T:
+        """The decoded success body, as the type the server's schema promises."""
+        return cast(T, payload)
+
+
+def _given(**fields: object) -> dict[str, object]:
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _segment(value: object) -> str:
+    if not isinstance(value, str) or not value or "/" in value:
+        raise InvalidInput(f"{value!r} is not an id.", field="id")
+    return value
+
+
+# -- memories -------------------------------------------------------------------------
+
+
+def store(
+    agent_id: str,
+    key: str,
+    value: str,
+    *,
+    scope: t.Scope = "agent",
+    session_id: str | None = None,
+    metadata: Mapping[str, JSON] | None = None,
+    ttl: str | float | None = None,
+) -> Call[t.Memory]:
+    """Store (or update: same agent, scope, session and key) a memory; returns it.
+    ``ttl``: seconds from now, or an ISO 8601 time."""
+    body: dict[str, object] = {"agent_id": agent_id, "key": key, "value": value, "scope": scope}
+    body |= _given(session_id=session_id, metadata=metadata, ttl=ttl)
+    return Call(method="POST", path="/api/memories", body=body)
+
+
+def get(memory_id: str) -> Call[t.Memory]:
+    """The memory with this id (``NotFound`` when there is none)."""
+    return Call(method="GET", path=f"/api/memories/{_segment(memory_id)}")
+
+
+def update(
+    memory_id: str,
+    *,
+    value: str | None = None,
+    metadata: Mapping[str, JSON] | None = None,
+    ttl: str | float | _Unset | None = UNSET,
+) -> Call[t.Memory]:
+    """Change a memory; ``ttl=None`` removes its TTL, leaving ``ttl`` out keeps it."""
+    body = _given(value=value, metadata=metadata)
+    if not isinstance(ttl, _Unset):
+        body["ttl"] = ttl
+    return Call(method="PUT", path=f"/api/memories/{_segment(memory_id)}", body=body)
+
+
+def delete(memory_id: str) -> Call[t.Deleted]:
+    """Delete one memory from every tier."""
+    return Call(method="DELETE", path=f"/api/memories/{_segment(memory_id)}")
+
+
+def delete_many(
+    *, agent_id: str | None = None, session_id: str | None = None, scope: t.Scope | None = None
+) -> Call[t.DeletedCount]:
+    """Erase an agent's or a session's memories (an erasure request): what ``list``
+    shows for the same filters, in every tier. Returns ``{"deleted": count}``."""
+    if agent_id is None and session_id is None:
+        raise InvalidInput(
+            "give agent_id or session_id to say whose memories to delete.", field="agent_id"
+        )
+    params = {"agent_id": agent_id, "session_id": session_id, "scope": scope}
+    return Call(method="DELETE", path="/api/memories", params=params)
+
+
+def list_memories(
+    *,
+    agent_id: str | None = None,
+    scope: t.Scope | None = None,
+    session_id: str | None = None,
+    key: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> Call[t.MemoryPage]:
+    """A page of memories, newest first: ``{"memories", "total", "limit", "offset"}``."""
+    params = {"agent_id": agent_id, "scope": scope, "session_id": session_id, "key": key}
+    return Call(
+        method="GET", path="/api/memories", params={**params, "limit": limit, "offset": offset}
+    )
+
+
+def search(
+    query: str,
+    *,
+    agent_id: str | None = None,
+    scope: t.Scope | None = None,
+    session_id: str | None = None,
+    key: str | None = None,
+    mode: t.SearchMode = "hybrid",
+    limit: int = 10,
+) -> Call[t.SearchResults]:
+    """Hybrid (default), full-text or semantic search, best first."""
+    body: dict[str, object] = {"query": query, "mode": mode, "limit": limit}
+    body |= _given(agent_id=agent_id, scope=scope, session_id=session_id, key=key)
+    return Call(method="POST", path="/api/memories/search", body=body)
+
+
+def context(
+    agent_id: str, *, session_id: str | None = None, query: str | None = None
+) -> Call[t.Context]:
+    """What to inject before an agent runs: memories and the ``<memories>`` block."""
+    params = {"agent_id": agent_id, "session_id": session_id, "query": query}
+    return Call(method="GET", path="/api/context", params=params)
+
+
+# -- knowledge ------------------------------------------------------------------------
+
+
+def add_document(
+    title: str, text: str, *, tags: list[str] | None = None, source: str | None = None
+) -> Call[t.DocumentSummary]:
+    body = {"title": title, "text": text} | _given(tags=tags, source=source)
+    return Call(method="POST", path="/api/knowledge", body=body)
+
+
+def get_document(document_id: str) -> Call[t.Document]:
+    return Call(method="GET", path=f"/api/knowledge/{_segment(document_id)}")
+
+
+def list_documents(*, limit: int = 50, offset: int = 0) -> Call[t.DocumentPage]:
+    return Call(method="GET", path="/api/knowledge", params={"limit": limit, "offset": offset})
+
+
+def search_knowledge(query: str, *, limit: int = 5) -> Call[t.KnowledgeResults]:
+    return Call(method="POST", path="/api/knowledge/search", body={"query": query, "limit": limit})
+
+
+def delete_document(document_id: str) -> Call[t.Deleted]:
+    return Call(method="DELETE", path=f"/api/knowledge/{_segment(document_id)}")
+
+
+def health() -> Call[t.Health]:
+    """Liveness and the short-term tier's state (no key needed)."""
+    return Call(method="GET", path="/healthz")

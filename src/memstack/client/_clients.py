@@ -1,0 +1,227 @@
+"""``MemoryClient`` (blocking) and ``AsyncMemoryClient`` (every call a coroutine).
+
+Each API method is one request builder of ``_calls`` bound to a client: the blocking
+client returns the typed body, the async one a ``Coroutine`` of it, so mypy flags a
+forgotten ``await`` (a coroutine has no ``["id"]``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Iterator
+from typing import IO, Any, Concatenate, ParamSpec, TypeVar
+
+import httpx
+
+from memstack.client import _calls as calls
+from memstack.client import _jsonl as jsonl
+from memstack.client._http import decode, resolve_settings, unreachable
+from memstack.client.types import Memory, Scope
+
+__all__ = ["AsyncMemoryClient", "MemoryClient"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+_EXPORT_PAGE = 500
+
+
+def _blocking(
+    build: Callable[P, calls.Call[T]],
+) -> Callable[Concatenate[MemoryClient, P], T]:
+    def method(self: MemoryClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self.send(build(*args, **kwargs))
+
+    method.__name__, method.__doc__ = build.__name__, build.__doc__
+    return method
+
+
+def _awaitable(
+    build: Callable[P, calls.Call[T]],
+) -> Callable[Concatenate[AsyncMemoryClient, P], Coroutine[Any, Any, T]]:
+    async def method(self: AsyncMemoryClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self.send(build(*args, **kwargs))
+
+    method.__name__, method.__doc__ = build.__name__, build.__doc__
+    return method
+
+
+class MemoryClient:
+    """The memory server's REST API, blocking. ``base_url`` defaults to ``MEMSTACK_URL``
+    (else ``http://127.0.0.1:8765``), ``api_key`` to ``MEMSTACK_API_KEY``. Use it as a
+    context manager or call ``close()``.
+
+    Errors: ``NotFound`` (404), ``InvalidInput`` (400/413/422, ``field`` names the
+    culprit), ``AuthError`` (401/403), ``StoreUnavailable`` (5xx, no connection)."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        url, headers = resolve_settings(base_url, api_key)
+        self.base_url = url
+        self._http = httpx.Client(
+            base_url=url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def send(self, call: calls.Call[T]) -> T:
+        """Send one request; its typed success body, or a memstack error."""
+        try:
+            response = self._http.request(
+                call.method, call.path, json=call.body, params=call.query()
+            )
+        except httpx.HTTPError as exc:
+            raise unreachable(self.base_url, exc) from exc
+        return call.result(decode(response))
+
+    store = _blocking(calls.store)
+    get = _blocking(calls.get)
+    update = _blocking(calls.update)
+    delete = _blocking(calls.delete)
+    delete_many = _blocking(calls.delete_many)
+    list = _blocking(calls.list_memories)
+    search = _blocking(calls.search)
+    context = _blocking(calls.context)
+    add_document = _blocking(calls.add_document)
+    get_document = _blocking(calls.get_document)
+    list_documents = _blocking(calls.list_documents)
+    search_knowledge = _blocking(calls.search_knowledge)
+    delete_document = _blocking(calls.delete_document)
+    health = _blocking(calls.health)
+
+    def iter_memories(
+        self,
+        *,
+        agent_id: str | None = None,
+        scope: Scope | None = None,
+        session_id: str | None = None,
+    ) -> Iterator[Memory]:
+        """Every memory these filters list, newest first, page by page."""
+        pages = jsonl.Pager(_EXPORT_PAGE)
+        while (offset := pages.next_offset()) is not None:
+            page = self.list(
+                agent_id=agent_id,
+                scope=scope,
+                session_id=session_id,
+                limit=_EXPORT_PAGE,
+                offset=offset,
+            )
+            yield from pages.take(page)
+
+    def export_jsonl(
+        self,
+        out: IO[str],
+        *,
+        agent_id: str | None = None,
+        scope: Scope | None = None,
+        session_id: str | None = None,
+    ) -> int:
+        """Write every memory these filters list to ``out``, one JSON object a line with
+        every field ``import_jsonl`` needs; returns how many."""
+        count = 0
+        for memory in self.iter_memories(agent_id=agent_id, scope=scope, session_id=session_id):
+            out.write(jsonl.memory_line(memory))
+            count += 1
+        return count
+
+    def import_jsonl(self, lines: IO[str]) -> jsonl.ImportResult:
+        """Store every memory of a JSONL export, idempotently (same identities, so the
+        same ids within a tenant). Every line is checked before anything is written:
+        a malformed one is ``InvalidInput`` naming its line number."""
+        plan = jsonl.read_export(lines)
+        for call in plan.calls:
+            self.send(call)
+        return plan.result
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncMemoryClient:
+    """The memory server's REST API for asyncio: every method returns a coroutine.
+    Settings and errors as ``MemoryClient``; ``async with`` it or ``await aclose()``."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        url, headers = resolve_settings(base_url, api_key)
+        self.base_url = url
+        self._http = httpx.AsyncClient(
+            base_url=url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    async def send(self, call: calls.Call[T]) -> T:
+        """Send one request; its typed success body, or a memstack error."""
+        try:
+            response = await self._http.request(
+                call.method, call.path, json=call.body, params=call.query()
+            )
+        except httpx.HTTPError as exc:
+            raise unreachable(self.base_url, exc) from exc
+        return call.result(decode(response))
+
+    store = _awaitable(calls.store)
+    get = _awaitable(calls.get)
+    update = _awaitable(calls.update)
+    delete = _awaitable(calls.delete)
+    delete_many = _awaitable(calls.delete_many)
+    list = _awaitable(calls.list_memories)
+    search = _awaitable(calls.search)
+    context = _awaitable(calls.context)
+    add_document = _awaitable(calls.add_document)
+    get_document = _awaitable(calls.get_document)
+    list_documents = _awaitable(calls.list_documents)
+    search_knowledge = _awaitable(calls.search_knowledge)
+    delete_document = _awaitable(calls.delete_document)
+    health = _awaitable(calls.health)
+
+    async def export_jsonl(
+        self,
+        out: IO[str],
+        *,
+        agent_id: str | None = None,
+        scope: Scope | None = None,
+        session_id: str | None = None,
+    ) -> int:
+        """As ``MemoryClient.export_jsonl``."""
+        pages, count = jsonl.Pager(_EXPORT_PAGE), 0
+        while (offset := pages.next_offset()) is not None:
+            page = await self.list(
+                agent_id=agent_id,
+                scope=scope,
+                session_id=session_id,
+                limit=_EXPORT_PAGE,
+                offset=offset,
+            )
+            for memory in pages.take(page):
+                out.write(jsonl.memory_line(memory))
+                count += 1
+        return count
+
+    async def import_jsonl(self, lines: IO[str]) -> jsonl.ImportResult:
+        """As ``MemoryClient.import_jsonl``."""
+        plan = jsonl.read_export(lines)
+        for call in plan.calls:
+            await self.send(call)
+        return plan.result
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncMemoryClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

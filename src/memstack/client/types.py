@@ -1,0 +1,114 @@
+"""What the memory server's REST API returns, as the client gives it back: TypedDicts of
+the JSON bodies (``server/schemas.py`` is the other side), so mypy checks every field a
+caller reads while the values stay the plain dicts and lists the server sent."""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+from memstack._json import JSON
+
+__all__ = [
+    "Context",
+    "Deleted",
+    "DeletedCount",
+    "Document",
+    "DocumentPage",
+    "DocumentSummary",
+    "Health",
+    "KnowledgeHit",
+    "KnowledgeResults",
+    "Memory",
+    "MemoryPage",
+    "Scope",
+    "SearchHit",
+    "SearchMode",
+    "SearchResults",
+]
+
+Scope = Literal["session", "agent", "global"]
+SearchMode = Literal["hybrid", "text", "semantic"]
+
+
+class Memory(TypedDict):
+    id: str
+    agent_id: str
+    scope: Scope
+    key: str
+    value: str
+    session_id: str | None
+    metadata: dict[str, JSON]
+    expires_at: str | None
+    """ISO 8601 UTC; None: no TTL."""
+    created_at: str
+    updated_at: str
+
+
+class MemoryPage(TypedDict):
+    memories: list[Memory]
+    total: int
+    limit: int
+    offset: int
+
+
+class SearchHit(TypedDict):
+    memory: Memory
+    score: float
+    similarity: float
+    keyword: float
+
+
+class SearchResults(TypedDict):
+    results: list[SearchHit]
+
+
+class Deleted(TypedDict):
+    deleted: bool
+    id: str
+
+
+class DeletedCount(TypedDict):
+    deleted: int
+
+
+class Context(TypedDict):
+    memories: list[Memory]
+    memories_block: str
+    knowledge_block: str
+    prompt: str
+
+
+class DocumentSummary(TypedDict):
+    id: str
+    title: str
+    tags: list[str]
+    source: str | None
+    created_at: str
+    chars: int
+
+
+class Document(DocumentSummary):
+    text: str
+
+
+class DocumentPage(TypedDict):
+    documents: list[DocumentSummary]
+    total: int
+    limit: int
+    offset: int
+
+
+class KnowledgeHit(TypedDict):
+    document_id: str
+    title: str
+    passage: str
+    score: float
+
+
+class KnowledgeResults(TypedDict):
+    results: list[KnowledgeHit]
+
+
+class Health(TypedDict):
+    status: Literal["ok"]
+    short_term: Literal["ok", "unavailable"]

@@ -1,0 +1,218 @@
+"""``memstack memories list|search|get|delete|export|import``: the memory server's
+memories from a shell.
+
+The commands talk to a running server through ``MemoryClient`` (``--url`` /
+``MEMSTACK_URL``, ``--api-key`` / ``MEMSTACK_API_KEY``) rather than opening its
+database: the server's key decides the tenant and the agents, as for every other
+transport, the server's short-term tier (Redis) is kept in step by the service that
+owns it, and the same commands work against SQLite, PostgreSQL or a remote host."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO, Literal, ParamSpec, TypeVar
+
+import click
+
+from memstack.client import DEFAULT_URL, MemoryClient
+from memstack.client.types import Memory
+from memstack.errors import MemstackError
+
+__all__ = ["memories"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+ScopeName = Literal["session", "agent", "global"]
+_SCOPES = click.Choice(["session", "agent", "global"])
+
+
+@click.group()
+@click.option(
+    "--url",
+    envvar="MEMSTACK_URL",
+    default=DEFAULT_URL,
+    show_default=True,
+    help="The memory server (env MEMSTACK_URL).",
+)
+@click.option(
+    "--api-key",
+    envvar="MEMSTACK_API_KEY",
+    help="A key from `memstack keys create` (env MEMSTACK_API_KEY).",
+)
+@click.pass_context
+def memories(ctx: click.Context, url: str, api_key: str | None) -> None:
+    """Memories on a memory server: list, search, get, delete, export, import."""
+    ctx.obj = _Server(url=url, api_key=api_key)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Server:
+    url: str
+    api_key: str | None
+
+
+@contextmanager
+def _client() -> Iterator[MemoryClient]:
+    """The client for the group's settings; memstack errors become CLI errors here."""
+    server = click.get_current_context().find_object(_Server)
+    assert server is not None, "a memories command runs inside the memories group"
+    try:
+        with MemoryClient(server.url, api_key=server.api_key) as client:
+            yield client
+    except MemstackError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _json_option(command: Callable[P, R]) -> Callable[P, R]:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(command)
+
+
+def _echo_json(payload: object) -> None:
+    click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+
+
+def _line(memory: Memory) -> str:
+    where = memory["scope"] + (f":{memory['session_id']}" if memory["session_id"] else "")
+    value = memory["value"].replace("\n", " ")
+    return f"{memory['id']}  {memory['agent_id']}  {where}  {memory['key']}: {value[:80]}"
+
+
+@memories.command("list")
+@click.option("--agent-id")
+@click.option("--scope", type=_SCOPES)
+@click.option("--session-id")
+@click.option("--key")
+@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--offset", type=int, default=0, show_default=True)
+@_json_option
+def list_command(
+    agent_id: str | None,
+    scope: ScopeName | None,
+    session_id: str | None,
+    key: str | None,
+    limit: int,
+    offset: int,
+    as_json: bool,
+) -> None:
+    """A page of memories, newest first."""
+    with _client() as client:
+        page = client.list(
+            agent_id=agent_id,
+            scope=scope,
+            session_id=session_id,
+            key=key,
+            limit=limit,
+            offset=offset,
+        )
+    if as_json:
+        _echo_json(page)
+        return
+    for memory in page["memories"]:
+        click.echo(_line(memory))
+    click.echo(f"{len(page['memories'])} of {page['total']} (offset {page['offset']})", err=True)
+
+
+@memories.command("search")
+@click.argument("query")
+@click.option("--agent-id")
+@click.option("--scope", type=_SCOPES)
+@click.option("--session-id")
+@click.option("--mode", type=click.Choice(["hybrid", "text", "semantic"]), default="hybrid")
+@click.option("--limit", type=int, default=10, show_default=True)
+@_json_option
+def search_command(
+    query: str,
+    agent_id: str | None,
+    scope: ScopeName | None,
+    session_id: str | None,
+    mode: Literal["hybrid", "text", "semantic"],
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Search memories, best first, with each hit's score."""
+    with _client() as client:
+        found = client.search(
+            query, agent_id=agent_id, scope=scope, session_id=session_id, mode=mode, limit=limit
+        )
+    if as_json:
+        _echo_json(found)
+        return
+    for hit in found["results"]:
+        click.echo(f"{hit['score']:.3f}  {_line(hit['memory'])}")
+
+
+@memories.command("get")
+@click.argument("memory_id")
+@_json_option
+def get_command(memory_id: str, as_json: bool) -> None:
+    """One memory by id."""
+    with _client() as client:
+        memory = client.get(memory_id)
+    if as_json:
+        _echo_json(memory)
+        return
+    click.echo(_line(memory))
+
+
+@memories.command("delete")
+@click.argument("memory_id", required=False)
+@click.option("--agent-id", help="Erase every memory of this agent.")
+@click.option("--session-id", help="Erase every memory of this session.")
+@click.option("--scope", type=_SCOPES, help="Only this scope (with --agent-id/--session-id).")
+@_json_option
+def delete_command(
+    memory_id: str | None,
+    agent_id: str | None,
+    session_id: str | None,
+    scope: ScopeName | None,
+    as_json: bool,
+) -> None:
+    """Delete one memory by id, or erase an agent's or a session's memories."""
+    selectors = agent_id is not None or session_id is not None
+    if (memory_id is None) == (not selectors):
+        raise click.UsageError("give a memory id, or --agent-id / --session-id, not both.")
+    with _client() as client:
+        if memory_id is not None:
+            result: object = client.delete(memory_id)
+            count = 1
+        else:
+            erased = client.delete_many(agent_id=agent_id, session_id=session_id, scope=scope)
+            result, count = erased, erased["deleted"]
+    if as_json:
+        _echo_json(result)
+    else:
+        click.echo(f"deleted {count} memor{'y' if count == 1 else 'ies'}")
+
+
+@memories.command("export")
+@click.option("--agent-id")
+@click.option("--scope", type=_SCOPES)
+@click.option("--session-id")
+@click.option(
+    "-o", "--output", type=click.File("w", encoding="utf-8"), default="-", help="Default: stdout."
+)
+def export_command(
+    agent_id: str | None, scope: ScopeName | None, session_id: str | None, output: IO[str]
+) -> None:
+    """Write memories as JSONL: one memory a line, every field `import` needs."""
+    with _client() as client:
+        count = client.export_jsonl(output, agent_id=agent_id, scope=scope, session_id=session_id)
+    click.echo(f"exported {count} memories", err=True)
+
+
+@memories.command("import")
+@click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+@_json_option
+def import_command(source: IO[str], as_json: bool) -> None:
+    """Store the memories of a JSONL export (a file, or - for stdin); running it twice
+    changes nothing. Every line is checked first: a malformed one stops the import
+    before anything is written, naming its line number."""
+    with _client() as client:
+        result = client.import_jsonl(source)
+    if as_json:
+        _echo_json({"imported": result.imported, "expired": result.expired})
+    else:
+        click.echo(f"imported {result.imported} memories ({result.expired} expired, skipped)")
