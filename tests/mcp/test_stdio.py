@@ -77,7 +77,11 @@ async def test_stdio_stores_searches_and_injects(db: Path, keys: Keys):
 
 # (tool, arguments, words the error must carry: the field at fault and the fix)
 BAD_CALLS: list[tuple[str, dict[str, Any], list[str]]] = [
-    ("store_memory", {"key": "k", "value": "v", "scope": "session"}, ["session_id"]),
+    (
+        "store_memory",
+        {"key": "k", "value": "v", "session_id": "s1"},
+        ["session_id", "only for scope 'session'"],
+    ),
     ("store_memory", {"key": "k", "value": "v", "ttl": "yesterday"}, ["ttl", "ISO 8601"]),
     (
         "store_memory",

@@ -78,10 +78,12 @@ async def test_store_memory_tool_bad_arguments(service: MemoryService, params, f
     assert (await service.list(ACME)).total == 0
 
 
-async def test_session_scope_needs_a_session(service: MemoryService):
+async def test_session_scope_without_a_session_is_the_default_session(service: MemoryService):
     tool = StoreMemoryTool(service, ACME, agent_id="bot")
-    with pytest.raises(ToolInputError, match="no session"):
-        await run(tool, {"key": "k", "value": "v", "scope": "session"})
+    stored = await run(tool, {"key": "k", "value": "v", "scope": "session"})
+    assert (await service.get(ACME, stored["id"])).session_id == "default"
+    assert [m.key for m in await service.context(ACME, agent_id="bot")] == ["k"]
+    assert await service.context(ACME, agent_id="bot", session_id="run-2") == []
 
 
 def test_keys_are_stored_hashed_and_checked(records: InMemoryRecordStore):

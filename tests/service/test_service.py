@@ -158,7 +158,7 @@ async def test_ttl_hides_and_prunes(service: MemoryService, clock: ManualClock):
         ("2030-01-15T12:00:00", True),
         ("2099-01-15T12:00:00Z", False),
         (30, True),
-        ("2001-01-01T00:00:00Z", False),
+        ("2001-01-01T00:00:00Z", True),  # accepted, already expired
         (0, False),
         (-5, False),
         ("tomorrow", False),
@@ -326,7 +326,10 @@ async def test_agent_restricted_keys(service: MemoryService):
         ({"agent_id": "bot", "key": "k", "value": ""}, "value"),
         ({"agent_id": "bot", "key": "k", "value": "v" * 40_000}, "value"),
         ({"agent_id": "bot", "key": "k", "value": "v", "scope": "team"}, "scope"),
-        ({"agent_id": "bot", "key": "k", "value": "v", "scope": "session"}, "session_id"),
+        (
+            {"agent_id": "bot", "key": "k", "value": "v", "scope": "session", "session_id": ""},
+            "session_id",
+        ),
         ({"agent_id": "bot", "key": "k", "value": "v", "session_id": "s1"}, "session_id"),
         ({"agent_id": "bot", "key": "k", "value": "v", "metadata": {"x": {1}}}, "metadata['x']"),
         (

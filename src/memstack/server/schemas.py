@@ -69,12 +69,16 @@ class MemoryCreate(_Body):
     value: StrictStr = Field(min_length=1, max_length=MAX_VALUE_CHARS)
     scope: ScopeName = "agent"
     session_id: StrictStr | None = Field(
-        default=None, min_length=1, max_length=128, description=ID_RULE
+        default=None,
+        min_length=1,
+        max_length=128,
+        description=f"Only for scope 'session'; omitted, the session is 'default'. {ID_RULE}",
     )
     metadata: dict[str, Any] | None = None
     ttl: Ttl = Field(
         default=None,
-        description="When the memory expires: an ISO 8601 time, or seconds from now.",
+        description="When the memory expires: an ISO 8601 time, or seconds from now. "
+        "A time already past stores the memory expired: no read shows it.",
     )
 
 

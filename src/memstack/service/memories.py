@@ -42,9 +42,18 @@ from memstack.service.types import (
 from memstack.storage import Filter, RecordStore
 from memstack.storage.hybrid import hybrid_candidates
 
-__all__ = ["DEFAULT_LTM_MAX_ENTRIES", "MemoryPage", "MemoryService", "SearchHit", "SearchMode"]
+__all__ = [
+    "DEFAULT_LTM_MAX_ENTRIES",
+    "DEFAULT_SESSION",
+    "MemoryPage",
+    "MemoryService",
+    "SearchHit",
+    "SearchMode",
+]
 
 DEFAULT_LTM_MAX_ENTRIES: Final = 200
+DEFAULT_SESSION: Final = "default"
+"""The session of a session-scoped memory stored or read without a ``session_id``."""
 MAX_LIST_LIMIT: Final = 500
 MAX_LIST_OFFSET: Final = 10_000
 """Deepest page a listing serves: each bucket's newest ``offset + limit`` rows are merged."""
@@ -144,11 +153,13 @@ class MemoryService:
         metadata: dict[str, JSON] | None = None,
         ttl: object = None,
     ) -> Memory:
-        """Store a memory, or update the one with the same identity (upsert)."""
+        """Store a memory, or update the one with the same identity (upsert). A session
+        memory without a ``session_id`` belongs to the session ``DEFAULT_SESSION``."""
         check_id_part(agent_id, "agent_id")
         principal.check_agent(agent_id)
         scope = _check_scope(scope)
         if scope == "session":
+            session_id = DEFAULT_SESSION if session_id is None else session_id
             check_id_part(session_id, "session_id")
         elif session_id is not None:
             raise InvalidInput(
@@ -396,11 +407,12 @@ class MemoryService:
     ) -> builtins.list[Memory]:
         """The memories injected before an agent runs: its session's, its own and the
         global ones, newest first within each group. Short-term tier first; the long-term
-        tier when a bucket is empty there or the tier is down. Expired ones are pruned."""
+        tier when a bucket is empty there or the tier is down. Expired ones are pruned.
+        Without a ``session_id`` the session is ``DEFAULT_SESSION``."""
         check_id_part(agent_id, "agent_id")
         principal.check_agent(agent_id)
-        if session_id is not None:
-            check_id_part(session_id, "session_id")
+        session_id = DEFAULT_SESSION if session_id is None else session_id
+        check_id_part(session_id, "session_id")
         return await asyncio.to_thread(self._context, principal.tenant, agent_id, session_id)
 
     def _context(self, tenant: str, agent_id: str, session_id: str | None) -> builtins.list[Memory]:

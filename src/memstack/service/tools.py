@@ -52,6 +52,8 @@ class StoreMemoryTool(Tool):
         "additionalProperties": False,
     }
 
+    # A run bound without a session stores scope 'session' in the service's
+    # DEFAULT_SESSION, where the same binding's context reads it back.
     def __init__(
         self,
         store: MemoryService,
@@ -67,13 +69,6 @@ class StoreMemoryTool(Tool):
 
     async def process(self, context: ProcessingContext, params: Mapping[str, JSON]) -> JSON:
         scope = cast(Scope, params.get("scope", "agent"))
-        if scope == "session" and self.session_id is None:
-            raise ToolInputError(
-                "Invalid arguments for `store_memory`: this run has no session, so scope "
-                "'session' is unavailable; use 'agent' or 'global'.",
-                tool=self.name,
-                fields=("scope",),
-            )
         try:
             memory = await self.store.store(
                 self.principal,

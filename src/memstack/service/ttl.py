@@ -17,7 +17,9 @@ def expiry_from_ttl(ttl: object, *, now: float) -> float | None:
     """Seconds since the epoch when the memory expires, or None for no TTL.
 
     ``ttl`` is an ISO 8601 time (``"2025-01-15T12:00:00Z"``, as spec 004's API takes
-    it; no zone means UTC), a ``datetime``, or a number of seconds from now.
+    it; no zone means UTC), a ``datetime``, or a number of seconds from now. A time
+    already past is accepted: the memory is stored expired, so reads never show it and
+    the next prune deletes it (and an upsert with it expires the memory it replaces).
     """
     if ttl is None:
         return None
@@ -39,11 +41,6 @@ def expiry_from_ttl(ttl: object, *, now: float) -> float | None:
     if isinstance(ttl, datetime):
         moment = ttl if ttl.tzinfo else ttl.replace(tzinfo=UTC)
         expires = moment.timestamp()
-        if expires <= now:
-            raise InvalidInput(
-                f"ttl {moment.isoformat()} is already in the past; give a future time.",
-                field="ttl",
-            )
         if expires - now > MAX_TTL_SECONDS:
             raise InvalidInput("ttl is more than ten years away.", field="ttl")
         return expires
