@@ -3,6 +3,7 @@ steps, the planner, the step/task/parallel executors, agents, teams, skills and
 built-in tools."""
 
 from memstack.agents.agent import Agent, AgentMessage
+from memstack.agents.agent_step import AgentStepExecutor, WorkflowNode
 from memstack.agents.builtin import builtin_tools
 from memstack.agents.durable import MemoryServiceBinding
 from memstack.agents.finish_step import FINISH_STEP, FinishStepTool
@@ -37,6 +38,7 @@ __all__ = [
     "AgentExecutor",
     "AgentMessage",
     "AgentMode",
+    "AgentStepExecutor",
     "BoardTask",
     "Chunk",
     "FinishStepTool",
@@ -64,6 +66,7 @@ __all__ = [
     "TeamMember",
     "ToolCallUpdate",
     "ToolResult",
+    "WorkflowNode",
     "builtin_tools",
     "discover_skills",
     "estimate_tokens",
