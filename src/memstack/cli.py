@@ -14,6 +14,7 @@ from memstack import __version__
 from memstack.agents.commands import agent
 from memstack.bench.commands import bench
 from memstack.mcp.commands import mcp
+from memstack.memories_cli import memories
 from memstack.server.commands import keys, serve
 from memstack.tools import Tool
 from memstack.working import MEMORY_TOOLS_PROMPT, memory_tools
@@ -30,6 +31,7 @@ main.add_command(bench)
 main.add_command(serve)
 main.add_command(keys)
 main.add_command(mcp)
+main.add_command(memories)
 
 
 @main.group()
