@@ -191,6 +191,15 @@ def test_earlier_directories_shadow_later_ones(where: Where, tmp_path: Path, fir
     ]
 
 
+def test_the_spec_name_of_the_skill_dirs_variable(where: Where, tmp_path: Path):
+    where.env["NODETOOL_AGENT_SKILL_DIRS"] = str(tmp_path / "spec-skills")
+    write_skill(tmp_path / "spec-skills", "from-spec-dir")
+    assert [s.name for s in where.discover()] == ["from-spec-dir"]
+    where.env["MEMSTACK_AGENT_SKILL_DIRS"] = str(tmp_path / "own-skills")
+    write_skill(tmp_path / "own-skills", "from-own-dir")
+    assert [s.name for s in where.discover()] == ["from-own-dir"]
+
+
 def test_search_directories_in_order(where: Where, tmp_path: Path):
     where.env["MEMSTACK_AGENT_SKILL_DIRS"] = os.pathsep.join(
         ["~/mine", "relative/skills", "", str(tmp_path / "abs")]
@@ -343,6 +352,21 @@ def installed(where: Where) -> Where:
         ({"MEMSTACK_AGENT_AUTO_SKILLS": "1"}, None, "Write poems", ["haiku"]),
         ({"MEMSTACK_AGENT_AUTO_SKILLS": "0"}, ["pdf"], "anything", ["pdf"]),  # explicit still
         ({}, [], "Write poems", []),
+        # the specification's names are aliases; memstack's own wins when both are set
+        ({"NODETOOL_AGENT_SKILLS": "haiku"}, None, "anything", ["haiku"]),
+        ({"NODETOOL_AGENT_AUTO_SKILLS": "0"}, None, "Write poems", []),
+        (
+            {"NODETOOL_AGENT_SKILLS": "haiku", "MEMSTACK_AGENT_SKILLS": "pdf"},
+            None,
+            "anything",
+            ["pdf"],
+        ),
+        (
+            {"NODETOOL_AGENT_AUTO_SKILLS": "0", "MEMSTACK_AGENT_AUTO_SKILLS": "1"},
+            None,
+            "Write poems",
+            ["haiku"],
+        ),
     ],
 )
 def test_skills_section(

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from memstack._env import setting
 from memstack.errors import InvalidInput
 
 __all__ = [
@@ -264,7 +265,8 @@ def _listed_dirs(
     skill_dirs: Sequence[Path], env: Mapping[str, str], cwd: Path, home: Path
 ) -> list[Path]:
     """The directories the caller named: ``skill_dirs``, then ``MEMSTACK_AGENT_SKILL_DIRS``."""
-    from_env = [part.strip() for part in env.get(SKILL_DIRS_ENV, "").split(os.pathsep)]
+    raw = setting(env, SKILL_DIRS_ENV)[1] or ""
+    from_env = [part.strip() for part in raw.split(os.pathsep)]
     listed = [Path(d) for d in skill_dirs] + [Path(part) for part in from_env if part]
     return [_normal(_expand(d, cwd, home)) for d in listed]
 
@@ -407,7 +409,7 @@ def skills_section(
     (or ``false``, ``no``, ``off``).
     """
     explicit = list(skills) if skills is not None else _env_names(env)
-    auto = env.get(AUTO_SKILLS_ENV, "1").strip().lower() not in _FALSE
+    auto = (setting(env, AUTO_SKILLS_ENV)[1] or "1").strip().lower() not in _FALSE
     if explicit is None and not auto:
         return ""
     scan = scan_skills(skill_dirs=skill_dirs, env=env, cwd=cwd, home=home)
@@ -418,7 +420,8 @@ def skills_section(
 
 
 def _env_names(env: Mapping[str, str]) -> list[str] | None:
-    names = [name.strip() for name in env.get(SKILLS_ENV, "").split(",") if name.strip()]
+    raw = setting(env, SKILLS_ENV)[1] or ""
+    names = [name.strip() for name in raw.split(",") if name.strip()]
     return names or None
 
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias, get_args
 
+from memstack._env import setting
 from memstack.embeddings.base import Embedder
 from memstack.embeddings.hashing import HashEmbedder
 from memstack.embeddings.local import DEFAULT_LOCAL_MODEL, LocalEmbedder
@@ -60,8 +61,8 @@ class EmbeddingSettings:
         """Settings from ``env`` (pass ``os.environ`` at the edge); blank values are unset."""
 
         def read(name: str) -> str | None:
-            value = env.get(name, "").strip()
-            return value or None
+            value = setting(env, name)[1]  # MEMSTACK_* or its NODETOOL_* alias
+            return value.strip() if value else None
 
         provider = read("MEMSTACK_MEMORY_EMBEDDING_PROVIDER")
         return cls(

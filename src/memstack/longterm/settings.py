@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from memstack._env import setting
 from memstack.embeddings import EmbeddingSettings
 from memstack.errors import ConfigError
 
@@ -53,32 +54,35 @@ class LongTermSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> LongTermSettings:
-        raw_max = env.get("MEMSTACK_MEMORY_MAX_ITEMS", "").strip()
+        """Settings from ``env`` (pass ``os.environ`` at the edge); each ``MEMSTACK_*``
+        name also answers to the specification's ``NODETOOL_*`` one, and wins over it."""
+        max_variable, raw = setting(env, "MEMSTACK_MEMORY_MAX_ITEMS")
+        raw_max = (raw or "").strip()
         try:
             max_items = int(raw_max) if raw_max else 500
         except ValueError:
             max_items = -1
         if max_items < 0:
             raise ConfigError(
-                f"MEMSTACK_MEMORY_MAX_ITEMS={raw_max!r} must be a whole number >= 0 (0 = no cap)."
+                f"{max_variable}={raw_max!r} must be a whole number >= 0 (0 = no cap)."
             )
-        raw_provider = env.get("MEMSTACK_VECTOR_PROVIDER", "").strip().lower() or "sqlite"
+        provider_variable, raw = setting(env, "MEMSTACK_VECTOR_PROVIDER")
+        raw_provider = (raw or "").strip().lower() or "sqlite"
         provider = _VECTOR_PROVIDERS.get(raw_provider)
         if provider is None:
             raise ConfigError(
-                f"MEMSTACK_VECTOR_PROVIDER={raw_provider!r} is unknown; "
+                f"{provider_variable}={raw_provider!r} is unknown; "
                 f"use one of {', '.join(sorted(set(_VECTOR_PROVIDERS)))}."
             )
         postgres_url = env.get("MEMSTACK_POSTGRES_URL") or None
         if provider == "postgres" and not postgres_url:
             raise ConfigError(
-                "MEMSTACK_VECTOR_PROVIDER=postgres needs MEMSTACK_POSTGRES_URL "
+                f"{provider_variable}=postgres needs MEMSTACK_POSTGRES_URL "
                 "(postgresql://user:pass@host/db)."
             )
+        enabled_variable, raw_enabled = setting(env, "MEMSTACK_MEMORY_ENABLED")
         return cls(
-            enabled=parse_switch(
-                env.get("MEMSTACK_MEMORY_ENABLED"), variable="MEMSTACK_MEMORY_ENABLED"
-            ),
+            enabled=parse_switch(raw_enabled, variable=enabled_variable),
             max_items=max_items,
             vector_provider=provider,  # type: ignore[arg-type]
             db_path=env.get("MEMSTACK_DB") or DEFAULT_DB_PATH,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from memstack._env import with_dotenv
 from memstack.embeddings import EmbeddingSettings
 from memstack.errors import ConfigError
 
@@ -41,8 +42,12 @@ class ServerSettings:
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], **flags: object) -> ServerSettings:
-        """Settings from ``flags`` (None = not given), then ``env``, then defaults."""
+    def from_env(
+        cls, env: Mapping[str, str], *, dotenv: Path | None = Path(".env"), **flags: object
+    ) -> ServerSettings:
+        """Settings from ``flags`` (None = not given), then ``env``, then the ``dotenv``
+        file (``.env`` of the working directory; None: none), then defaults."""
+        env = with_dotenv(env, dotenv)
 
         def pick(flag: str, *names: str) -> str | None:
             value = flags.get(flag)
