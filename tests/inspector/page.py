@@ -67,6 +67,10 @@ class InspectorPage:
     def column(self, table_id: str, index: int) -> list[str]:
         return [row[index] for row in self.rows(table_id)]
 
+    def settled(self) -> None:
+        """Wait until the page has no request in flight (``aria-busy`` is false)."""
+        self.until(lambda _: self.by_id("app").get_attribute("aria-busy") == "false")
+
     def wait_for_row(self, table_id: str, index: int, text: str) -> None:
         self.until(lambda _: text in self.column(table_id, index))
 
@@ -88,10 +92,12 @@ class InspectorPage:
     def sign_in_and_wait(self, key: str) -> None:
         self.sign_in(key)
         self.until(lambda _: self.visible("memories"))
+        self.settled()
 
     def tab(self, view: str) -> None:
         self.driver.find_element(By.CSS_SELECTOR, f'.tab[data-view="{view}"]').click()
         self.until(lambda _: self.visible(f"view-{view}"))
+        self.settled()
 
     def filter(self, *, agent: str = "", scope: str = "", session: str = "") -> None:
         for element_id, text in (("f-agent", agent), ("f-session", session)):
@@ -99,6 +105,7 @@ class InspectorPage:
             self.by_id(element_id).send_keys(text)
         Select(self.by_id("f-scope")).select_by_value(scope)
         self.driver.find_element(By.CSS_SELECTOR, '#filters button[type="submit"]').click()
+        self.settled()
 
     def search(self, query: str, mode: str = "hybrid") -> None:
         self.tab("search")

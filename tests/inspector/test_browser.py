@@ -33,7 +33,7 @@ def test_the_page_asks_for_the_key_and_refuses_a_wrong_one(
     assert not page.visible("app")
     page.shoot("inspector-key.png")
     page.sign_in("not-a-key")
-    page.until(lambda _: "refused" in page.by_id("status").text)
+    page.until(lambda _: "That API key was refused" in page.by_id("status").text)
     assert page.visible("login") and not page.visible("app")
     assert httpx.get(f"{server.url}/api/memories").status_code == 401  # no key, no data
 
@@ -149,10 +149,12 @@ def test_a_bad_edit_names_the_field_and_changes_nothing(page: InspectorPage, api
     page.press("memories", "Edit fav")
     page.until(lambda _: page.visible("editor"))
     page.by_id("e-value").send_keys(" And coffee.")
-    page.by_id("e-metadata").clear()
-    page.by_id("e-metadata").send_keys("[1, 2]")
-    page.by_id("edit-save").click()
-    page.until(lambda _: page.by_id("edit-error").text.startswith("metadata:"))
+    for metadata, said in (("{oops", "not valid JSON"), ("[1, 2]", "must be a JSON object")):
+        page.by_id("e-metadata").clear()
+        page.by_id("e-metadata").send_keys(metadata)
+        page.by_id("edit-save").click()
+        page.until(lambda _: said in page.by_id("edit-error").text)  # noqa: B023
+        assert page.by_id("edit-error").text.startswith("metadata:")
     page.by_id("e-metadata").clear()
     page.by_id("e-ttl").send_keys("next tuesday")
     page.by_id("edit-save").click()

@@ -7,7 +7,11 @@ const KEY_STORAGE = "memstack.inspector.key";
 const PAGE = 50;
 const POLL_MS = 3000;
 
-const state = { key: null, view: "memories", offset: 0, total: 0, query: null, shown: {} };
+// generation: bumped by every user action, so a poll answered late cannot overwrite
+// what the action showed; loading: requests in flight (aria-busy while any are).
+const state = {
+  key: null, view: "memories", offset: 0, total: 0, query: null, shown: {}, generation: 0, loading: 0,
+};
 const $ = (id) => document.getElementById(id);
 
 // -- building the page ------------------------------------------------------------
@@ -117,18 +121,31 @@ async function show(view) {
 }
 
 async function refresh(force) {
+  const generation = force ? ++state.generation : state.generation;
+  const current = () => generation === state.generation;
+  busy(+1);
   try {
-    if (state.view === "memories") await loadMemories(force);
-    else if (state.view === "knowledge") await loadDocuments(force);
-    else if (state.query) await runSearch(force);
+    if (state.view === "memories") await loadMemories(force, current);
+    else if (state.view === "knowledge") await loadDocuments(force, current);
+    else if (state.query) await runSearch(force, current);
   } catch (error) {
+    if (!current()) return;
     if (error.status === 401) signOut("The API key was revoked or refused; enter a key.");
     else setStatus(error.message, true);
+  } finally {
+    busy(-1);
   }
 }
 
-// Re-render only when the data changed, so polling never disturbs the reader.
-function changed(view, data, force) {
+function busy(change) {
+  state.loading += change;
+  $("app").setAttribute("aria-busy", String(state.loading > 0));
+}
+
+// Re-render only when the data changed, so polling never disturbs the reader, and
+// never from an answer a later user action has made stale.
+function changed(view, data, force, current) {
+  if (!current()) return false;
   const signature = JSON.stringify(data);
   if (!force && state.shown[view] === signature) return false;
   state.shown[view] = signature;
@@ -171,9 +188,9 @@ function memoryRow(memory) {
   );
 }
 
-async function loadMemories(force) {
+async function loadMemories(force, current) {
   const page = await api("GET", `/api/memories?${query({ ...filters(), limit: PAGE, offset: state.offset })}`);
-  if (!changed("memories", page, force)) return;
+  if (!changed("memories", page, force, current)) return;
   state.total = page.total;
   rememberAgents(page.memories);
   $("memories").tBodies[0].replaceChildren(...page.memories.map(memoryRow));
@@ -196,11 +213,11 @@ function rememberAgents(memories) {
   }
 }
 
-async function runSearch(force) {
+async function runSearch(force, current) {
   const body = { query: state.query, mode: $("mode").value, limit: 20 };
   for (const [name, value] of Object.entries(filters())) if (value) body[name] = value;
   const found = await api("POST", "/api/memories/search", body);
-  if (!changed("search", [body, found], force)) return;
+  if (!changed("search", [body, found], force, current)) return;
   const rows = found.results.map((hit) =>
     el(
       "tr",
@@ -219,9 +236,9 @@ async function runSearch(force) {
   setStatus(`${found.results.length} results for “${state.query}”.`);
 }
 
-async function loadDocuments(force) {
+async function loadDocuments(force, current) {
   const page = await api("GET", "/api/knowledge?limit=500");
-  if (!changed("knowledge", page, force)) return;
+  if (!changed("knowledge", page, force, current)) return;
   const rows = page.documents.map((doc) =>
     el(
       "tr",
