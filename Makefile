@@ -31,7 +31,15 @@ lint: $(VENV)/.dev
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy
 
-test: lint typecheck
+# The web inspector's tests drive Debian's chromium and chromedriver (tests/inspector);
+# apt-get runs only on a machine that lacks them.
+$(VENV)/.browser: | $(BIN)/python
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		apt-get update -qq && apt-get install -y chromium chromium-driver; \
+	fi
+	@touch $@
+
+test: lint typecheck $(VENV)/.browser
 	$(BIN)/pytest
 
 clean:
