@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from memstack import ProcessingContext
+from memstack import InvalidInput, ProcessingContext
 from memstack.agents.agent import Agent
 from memstack.agents.durable import MemoryServiceBinding
 from memstack.agents.messages import TaskUpdate
 from memstack.agents.plan import Step, Task
-from memstack.agents.planner import PlanningError, PlanningUpdate
+from memstack.agents.planner import PlanningError, PlanningUpdate, plan_of
 from memstack.agents.simple import SimpleAgent
 from memstack.embeddings import HashEmbedder
 from memstack.longterm import Collection, LongTermMemory
@@ -119,6 +119,39 @@ async def test_a_pre_built_task_skips_planning():
     assert "# Output Schema" in provider.calls[0].messages[0].content
     assert agent.get_results() == {"report": "done"}
     assert context.workspace is not None and context.workspace.is_dir()  # auto-generated
+
+
+@pytest.mark.parametrize(
+    ("steps", "max_steps", "message"),
+    [
+        (
+            [Step(id=f"s{i}", instructions="S: answer") for i in range(3)],
+            2,
+            "task 'only' has 3 steps, more than the limit of 2 steps in a task",
+        ),
+        (
+            [Step(id="s", instructions="S: answer", tools=("browse",))],
+            10,
+            "step 's' names unknown tool 'browse'",
+        ),
+    ],
+)
+def test_a_pre_built_task_is_checked_like_a_planned_one(
+    steps: list[Step], max_steps: int, message: str
+):
+    task = Task(id="only", title="Only", steps=tuple(steps))
+    for given in (task, plan_of(task)):
+        with pytest.raises(InvalidInput, match=message) as excinfo:
+            Agent(
+                name="a",
+                objective="anything",
+                provider=ScriptedProvider([]),
+                model="m",
+                task=given,
+                max_steps=max_steps,
+                env={},
+            )
+        assert excinfo.value.field == "task"
 
 
 async def test_planning_that_never_succeeds_raises():

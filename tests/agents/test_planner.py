@@ -182,13 +182,13 @@ BAD_REPLIES = [
     ),
     pytest.param(
         reply(task("t", [step(f"s{i}") for i in range(4)])),
-        ["the plan has 4 steps", "more than the limit of 3"],
+        ["task 't' has 4 steps, more than the limit of 3 steps in a task"],
         id="too-many-steps-in-a-task",
     ),
     pytest.param(
-        reply(task("a", [step("a1"), step("a2")]), task("b", [step("b1"), step("b2")])),
-        ["the plan has 4 steps (task 'a' has 2, task 'b' has 2)"],
-        id="too-many-steps-across-tasks",
+        reply(task("a", [step("a1")]), task("b", [step(f"b{i}") for i in range(5)])),
+        ["task 'b' has 5 steps, more than the limit of 3 steps in a task"],
+        id="too-many-steps-in-the-second-task",
     ),
     pytest.param(
         reply({"id": "t", "steps": [step("s1")]}),
@@ -225,6 +225,19 @@ async def test_a_rejected_plan_is_fed_back_to_the_model(bad: Completion, fragmen
     assert [m.tool_call_id for m in feedback] == [c.id for c in bad.tool_calls]
     for fragment in fragments:
         assert fragment in feedback[0].content
+
+
+async def test_max_steps_limits_each_task_not_the_whole_plan():
+    """Spec 003: maxSteps is the "Maximum number of steps in a task"."""
+    three_tasks = reply(
+        task("a", [step("a1"), step("a2")]),
+        task("b", [step("b1"), step("b2")], depends_on=["a"]),
+        task("c", [step("c1"), step("c2")], depends_on=["b"]),
+    )
+    provider = ScriptedProvider([three_tasks])
+    plan = await planner(provider, max_steps=2).plan()
+    assert [len(t.steps) for t in plan.tasks] == [2, 2, 2]
+    assert "At most 2 steps in each task" in provider.calls[0].messages[0].content
 
 
 async def test_prose_instead_of_a_tool_call_is_answered_with_a_user_message():

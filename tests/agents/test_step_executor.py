@@ -334,6 +334,27 @@ async def test_conclusion_stage_leaves_only_finish_step():
     assert provider.calls[1].messages[-1].content == CONCLUSION_NOTE
 
 
+async def test_the_conclusion_stage_is_never_left_once_entered():
+    """Summarizing after the stage began brings the history under 90% again; the model
+    is still offered only finish_step."""
+    big = "x" * 4000
+    provider = ScriptedProvider(
+        [
+            Completion(content=big, tool_calls=(call("echo", {"text": big}),)),
+            Completion(content="Let me think about it first."),  # no call: nudged
+            Completion(content="Still thinking."),  # the big turn is summarized now
+            Completion(tool_calls=(call("finish_step", {"result": {"findings": []}}),)),
+        ]
+    )
+    ex = executor(provider, ProcessingContext(), tools=[EchoTool()], max_token_limit=2000)
+    await drain(ex)
+    later = provider.calls[3].messages
+    assert any(m.content.startswith("Summary of earlier work") for m in later)
+    assert [c.tool_names for c in provider.calls[1:]] == [["finish_step"]] * 3
+    assert [m.content for m in later].count(CONCLUSION_NOTE) == 1
+    assert ex.result == {"findings": []}
+
+
 async def test_older_messages_are_summarized():
     chunk = "y" * 1500
     replies = [Completion(tool_calls=(call("echo", {"text": f"{i} {chunk}"}),)) for i in range(6)]

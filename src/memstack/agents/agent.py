@@ -19,7 +19,7 @@ from memstack.agents.durable import DurableMemory, MemoryServiceBinding
 from memstack.agents.messages import ProcessingMessage
 from memstack.agents.parallel import ParallelTaskExecutor
 from memstack.agents.plan import Task, TaskPlan
-from memstack.agents.planner import PlanningUpdate, TaskPlanner, plan_of
+from memstack.agents.planner import PlanningUpdate, TaskPlanner, check_plan, plan_of
 from memstack.agents.runner import StepRunner
 from memstack.agents.skills import skills_for_run
 from memstack.agents.step_executor import DEFAULT_MAX_TOKEN_LIMIT
@@ -94,6 +94,8 @@ class Agent:
             long_term=long_term_memory, auto_persist=auto_persist_memory, store=memory_store
         )
         self.env = env
+        if task is not None:
+            self._check_given(task)
         self.plan: TaskPlan | None = None
         """The plan executed (set once planning is done)."""
         self.executor: ParallelTaskExecutor | None = None
@@ -137,6 +139,16 @@ class Agent:
     def get_results(self) -> JSON:
         """The last task's result (``{"error": ...}`` when it did not complete)."""
         return self._result
+
+    def _check_given(self, task: Task | TaskPlan) -> None:
+        """A pre-built task or plan obeys what a planned one does: ``max_steps`` per
+        task, and only tools this agent has."""
+        plan = plan_of(task) if isinstance(task, Task) else task
+        names = [t.name for t in [*self.tools, *self.durable.tools()]]
+        try:
+            check_plan(plan, max_steps=self.max_steps, tool_names=names)
+        except InvalidInput as exc:
+            raise InvalidInput(f"the pre-built task cannot run: {exc}", field="task") from exc
 
     def _given_plan(self) -> TaskPlan | None:
         if isinstance(self.task, Task):

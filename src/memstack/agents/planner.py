@@ -40,6 +40,7 @@ __all__ = [
     "PlanningError",
     "PlanningUpdate",
     "TaskPlanner",
+    "check_plan",
     "parse_plan",
     "parse_task",
     "plan_of",
@@ -155,7 +156,7 @@ class CreateTaskTool(Tool):
 
 
 _SCHEMA_CHECK: Final = CreateTaskTool(max_steps=None)
-"""Validates one task's arguments; the step limit is checked over the whole plan."""
+"""Validates one task's arguments; ``check_plan`` checks the step limit of each task."""
 
 
 # -- parsing ------------------------------------------------------------------------------
@@ -238,7 +239,7 @@ def parse_plan(
 
     Raises ``InvalidInput`` when there is no ``create_task`` call, when the tasks do not
     form a DAG, when two tasks reuse a step id (step results share the ``step:<id>``
-    namespace), or when the plan has more than ``max_steps`` steps in all; and whatever
+    namespace), or when a task has more than ``max_steps`` steps; and whatever
     ``parse_task`` raises, prefixed with the call at fault when there are several.
     """
     creates = [c for c in calls if c.name == CREATE_TASK]
@@ -247,7 +248,7 @@ def parse_plan(
     names = None if tool_names is None else tuple(tool_names)
     tasks = [_parse_call(call, i, len(creates), names) for i, call in enumerate(creates, 1)]
     plan = TaskPlan(title=title, tasks=tuple(tasks))
-    _check_size(plan, max_steps)
+    check_plan(plan, max_steps=max_steps)
     return plan
 
 
@@ -279,16 +280,33 @@ def _no_call_message(calls: Sequence[ToolCall]) -> str:
     )
 
 
-def _check_size(plan: TaskPlan, max_steps: int | None) -> None:
-    total = sum(len(t.steps) for t in plan.tasks)
-    if max_steps is not None and total > max_steps:
-        counts = ", ".join(f"task {t.id!r} has {len(t.steps)}" for t in plan.tasks)
-        raise InvalidInput(
-            f"the plan has {total} steps ({counts}), more than the limit of {max_steps}; "
-            f"merge related steps or drop optional ones so that the whole plan has at most "
-            f"{max_steps}.",
-            field="steps",
-        )
+def check_plan(
+    plan: TaskPlan, *, max_steps: int | None = None, tool_names: Iterable[str] | None = None
+) -> None:
+    """Raise ``InvalidInput`` when a task has more than ``max_steps`` steps (the limit is
+    per task, spec 003's ``maxSteps``) or a step names a tool not in ``tool_names`` (when
+    given; the memory tools and ``finish_step`` are always available)."""
+    for task in plan.tasks:
+        if max_steps is not None and len(task.steps) > max_steps:
+            raise InvalidInput(
+                f"task {task.id!r} has {len(task.steps)} steps, more than the limit of "
+                f"{max_steps} steps in a task; merge related steps, drop optional ones, or "
+                "split the task in two.",
+                field="steps",
+            )
+    if tool_names is None:
+        return
+    allowed = (*tool_names, *_ALWAYS_AVAILABLE)
+    for task in plan.tasks:
+        for step in task.steps:
+            unknown = [t for t in step.tools or () if t not in allowed]
+            if unknown:
+                raise InvalidInput(
+                    f"task {task.id!r}, step {step.id!r} names unknown tool "
+                    f"{', '.join(map(repr, unknown))}; the available tools are: "
+                    f"{', '.join(allowed)}.",
+                    field="tools",
+                )
 
 
 def plan_of(task: Task, *, title: str | None = None) -> TaskPlan:

@@ -58,7 +58,7 @@ more tasks, each a small DAG of steps. You do not execute anything yourself.
   needs (the steps read them as `task:<id>`). The last task's result is the plan's result.
 
 # Limits
-- At most {max_steps} steps in the whole plan, counting every task. Fewer is better.
+- At most {max_steps} steps in each task. Fewer is better.
 
 # Available tools
 {tools}

@@ -97,6 +97,8 @@ class StepExecutor:
             skills_section=skills_section,
         )
         self.history: list[Message] = []
+        self.concluding = False
+        """In the conclusion stage: once entered it lasts to the end of the step."""
         self.usage = Usage()
         self.result: JSON = None
         self.error: str | None = None
@@ -241,13 +243,16 @@ class StepExecutor:
 
     def _concluding(self) -> bool:
         """Summarize older messages when the history outgrows the budget; at 90% of it,
-        enter the conclusion stage, where only ``finish_step`` is offered."""
+        enter the conclusion stage, where only ``finish_step`` is offered. A summary that
+        brings the history under 90% again does not end the stage."""
         if estimate_tokens(self.history) >= self.max_token_limit * CONCLUSION_AT:
             self._summarize_older()
+        if self.concluding:
+            return True
         if estimate_tokens(self.history) < self.max_token_limit * CONCLUSION_AT:
             return False
-        if self.history[-1].content != CONCLUSION_NOTE:
-            self.history.append(Message(role="user", content=CONCLUSION_NOTE))
+        self.concluding = True
+        self.history.append(Message(role="user", content=CONCLUSION_NOTE))
         return True
 
     def _summarize_older(self) -> None:
