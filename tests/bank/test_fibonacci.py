@@ -76,25 +76,58 @@ async def test_the_sequence_survives_reopening_a_durable_bank(tmp_path: Path):
         assert bank.read("fibonacci") == "3|5"
 
 
-async def test_the_model_is_offered_the_banks_tools_not_working_memorys():
+async def test_both_memories_stay_usable_under_the_shared_tool_names():
+    """The bank's memory_read() / memory_write(content) and working memory's
+    memory_read(keys) / memory_write(key, value) are one tool each, told apart by their
+    arguments; memory_list's advice to call memory_read with keys still works."""
     bank = MemoryBank(max_lines=10)
-    agent, provider = fibonacci_agent(bank)
-    await fib(agent)
+    bank.write("fibonacci", "0|1")
+    replies = [
+        Completion(tool_calls=(call("memory_list", {}),)),
+        Completion(
+            tool_calls=(
+                call("memory_read", {"keys": ["input:topic"]}),
+                call("memory_read", {}),
+                call("memory_write", {"key": "note", "value": {"seen": True}}),
+                call("memory_write", {"content": "1|1"}),
+                call("memory_search", {"query": "1|"}),
+                call("memory_write", {"content": "x", "key": "both"}),
+            )
+        ),
+        Completion(content="done"),
+    ]
+    provider = ScriptedProvider(replies)
+    agent = SimpleAgent(
+        name="fibonacci", objective="do it", provider=provider, model="scripted"
+    ).memory(bank)
+    context = ProcessingContext()
+    context.memory.set(key="input:topic", kind="input", value="rabbits")
+    async for _ in agent.execute(context):
+        pass
+    listed, read_keys, read_bank, wrote_key, wrote_bank, searched, both = [
+        m.content for m in provider.calls[2].messages if m.role == "tool"
+    ]
+    assert '"input:topic"' in listed
+    assert '"value": "rabbits"' in read_keys and '"missing": []' in read_keys
+    assert read_bank == "0|1"
+    assert '"key": "shared:note"' in wrote_key and context.memory.has("shared:note")
+    assert wrote_bank == "ok" and bank.read("fibonacci") == "1|1"
+    assert searched == "1|1"
+    assert "either `content`" in both and bank.read("fibonacci") == "1|1"
     offered = {t.name: t for t in provider.calls[0].tools}
-    bank_tools = {t.name: t.to_provider_tool() for t in bank.tools("fibonacci")}
-    for name in ("memory_read", "memory_write", "memory_search"):
-        assert offered[name] == bank_tools[name]
-    assert offered["memory_read"].input_schema == {
-        "type": "object",
-        "properties": {},
-        "additionalProperties": False,
-    }
-    assert "memory_list" in offered  # working memory's listing tool stays
-    assert "finish_step" in offered
-    assert list(offered).count("memory_read") == 1
-    # the prompt says which memory_read / memory_write the model has
+    assert [n for n in offered if n.startswith("memory_")] == [
+        "memory_read",
+        "memory_write",
+        "memory_search",
+        "memory_list",
+    ]
+    assert set(offered["memory_read"].input_schema["properties"]) == {"keys"}
+    assert set(offered["memory_write"].input_schema["properties"]) >= {"content", "key", "value"}
+    # the prompt says which memory_read / memory_write is which
     system = provider.calls[0].messages[0].content
     assert BANK_PROMPT in system and system.index(BANK_PROMPT) < system.index("## Memory Tools")
+    for phrase in ("`memory_read()`", "`memory_read(keys)`", "`memory_write(content)`"):
+        assert phrase in BANK_PROMPT
 
 
 class CustomRead(Tool):

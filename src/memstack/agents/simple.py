@@ -18,7 +18,13 @@ from memstack.agents.step_executor import (
     DEFAULT_MAX_TOKEN_LIMIT,
     StepExecutor,
 )
-from memstack.bank import BANK_PROMPT, BankReadTool, BankWriteTool, MemoryBank
+from memstack.bank import (
+    BANK_PROMPT,
+    BankReadTool,
+    BankWriteTool,
+    MemoryBank,
+    bank_tools_with_working_memory,
+)
 from memstack.context import ProcessingContext
 from memstack.errors import InvalidInput
 from memstack.longterm.memory import LongTermMemory
@@ -84,7 +90,9 @@ class SimpleAgent:
                 f"memory() takes a MemoryBank, not {type(bank).__name__}.", field="bank"
             )
         names = {t.name for t in self.tools}
-        self.tools.extend(t for t in bank.tools(self.name) if t.name not in names)
+        source = self.task().steps[0].id  # as the step's own working-memory tools record
+        shared = bank_tools_with_working_memory(bank, self.name, source=source)
+        self.tools.extend(t for t in shared if t.name not in names)
         self.memory_bank = bank
         return self
 
@@ -128,9 +136,11 @@ class SimpleAgent:
         return ()
 
     def _bank_attached(self) -> bool:
-        """Whether a bank's tools shadow working memory's ``memory_read`` / ``_write``."""
-        kinds = {type(t) for t in self.tools}
-        return BankReadTool in kinds and BankWriteTool in kinds
+        """Whether a bank's ``memory_read`` / ``memory_write`` serve the agent (beside
+        working memory's, under the same names)."""
+        return any(isinstance(t, BankReadTool) for t in self.tools) and any(
+            isinstance(t, BankWriteTool) for t in self.tools
+        )
 
     def get_results(self) -> JSON:
         """The step's result (``{"error": ...}`` when it did not finish)."""

@@ -2,7 +2,8 @@
 
 ``MemoryBank()`` lives in process memory; ``MemoryBank(path=...)`` or
 ``MemoryBank(store=...)`` keeps it in the record store, so it survives a restart.
-Attach one to an agent with ``agent.memory(bank)``.
+Attach one to an agent with ``agent.memory(bank)``: beside the run's working memory, one
+``memory_read`` and one ``memory_write`` serve both, told apart by their arguments.
 """
 
 from memstack.bank._backends import BANK_RECORD_KIND
@@ -16,6 +17,11 @@ from memstack.bank.tools import (
     BankWriteTool,
     bank_tools,
 )
+from memstack.bank.with_working import (
+    SharedReadTool,
+    SharedWriteTool,
+    bank_tools_with_working_memory,
+)
 
 __all__ = [
     "BANK_PROMPT",
@@ -27,5 +33,8 @@ __all__ = [
     "BankSearchTool",
     "BankWriteTool",
     "MemoryBank",
+    "SharedReadTool",
+    "SharedWriteTool",
     "bank_tools",
+    "bank_tools_with_working_memory",
 ]

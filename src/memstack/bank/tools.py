@@ -34,14 +34,16 @@ BANK_TOOL_NAMES: Final = ("memory_read", "memory_write", "memory_search")
 
 BANK_PROMPT: Final = """\
 ## Agent Memory (persistent)
-- In this agent, `memory_read()`, `memory_write(content)` and `memory_search(query)` are
-  your persistent memory, kept under your name between runs: `memory_read` takes no
-  arguments and returns the whole text, `memory_write` replaces all of it (read, modify,
-  write back), `memory_search` returns the lines containing the query.
-- They take the place of the working-memory tools of the same names described below;
-  `memory_list` still lists this run's working memory."""
-"""Added to an agent's system prompt when a bank's tools are attached (spec 002 tools
-shadow spec 000's ``memory_read`` / ``memory_write`` of the same names)."""
+You have two memories, and `memory_read` / `memory_write` serve both; the arguments say which:
+- Your persistent memory, kept under your name between runs: `memory_read()` with no
+  arguments returns its whole text, `memory_write(content)` replaces all of it (read,
+  modify, write back) and returns "ok", `memory_search(query)` returns its lines that
+  contain the query.
+- This run's working memory, described under Memory Tools below: `memory_list` lists its
+  entries, `memory_read(keys)` reads entries by key, `memory_write(key, value)` publishes
+  an entry under `shared:<key>`."""
+"""Added to an agent's system prompt when a bank is attached beside working memory
+(``bank_tools_with_working_memory``: spec 002's and spec 000's tools share two names)."""
 
 
 class _BankTool(Tool):
