@@ -1,5 +1,6 @@
 """Long-term memory across chat sessions (spec 001)."""
 
+from memstack.longterm.chat import ChatSession
 from memstack.longterm.collection import Collection
 from memstack.longterm.extraction import EXTRACTION_PROMPT, parse_candidates, render_conversation
 from memstack.longterm.factory import create_default_long_term_memory
@@ -25,6 +26,7 @@ __all__ = [
     "LTM_KINDS",
     "RECALLED_PREAMBLE",
     "Candidate",
+    "ChatSession",
     "Collection",
     "LongTermItem",
     "LongTermMemory",
