@@ -89,11 +89,12 @@ async def test_both_memories_stay_usable_under_the_shared_tool_names():
                 call("memory_read", {"keys": ["input:topic"]}),
                 call("memory_read", {}),
                 call("memory_write", {"key": "note", "value": {"seen": True}}),
-                call("memory_write", {"content": "1|1"}),
-                call("memory_search", {"query": "1|"}),
                 call("memory_write", {"content": "x", "key": "both"}),
             )
         ),
+        # the calls of one turn run concurrently: the bank's write and search get turns
+        Completion(tool_calls=(call("memory_write", {"content": "1|1"}),)),
+        Completion(tool_calls=(call("memory_search", {"query": "1|"}),)),
         Completion(content="done"),
     ]
     provider = ScriptedProvider(replies)
@@ -104,8 +105,8 @@ async def test_both_memories_stay_usable_under_the_shared_tool_names():
     context.memory.set(key="input:topic", kind="input", value="rabbits")
     async for _ in agent.execute(context):
         pass
-    listed, read_keys, read_bank, wrote_key, wrote_bank, searched, both = [
-        m.content for m in provider.calls[2].messages if m.role == "tool"
+    listed, read_keys, read_bank, wrote_key, both, wrote_bank, searched = [
+        m.content for m in provider.calls[4].messages if m.role == "tool"
     ]
     assert '"input:topic"' in listed
     assert '"value": "rabbits"' in read_keys and '"missing": []' in read_keys

@@ -16,6 +16,9 @@ __all__ = ["DEFAULT_DB", "DEFAULT_HOST", "DEFAULT_PORT", "ServerSettings"]
 DEFAULT_DB: Final = Path(".memstack/memstack.db")
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
+DOTENV: Final = Path(".env")
+"""The ``.env`` file ``from_env`` reads under the environment, relative to the working
+directory."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,12 +45,11 @@ class ServerSettings:
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
 
     @classmethod
-    def from_env(
-        cls, env: Mapping[str, str], *, dotenv: Path | None = Path(".env"), **flags: object
-    ) -> ServerSettings:
-        """Settings from ``flags`` (None = not given), then ``env``, then the ``dotenv``
-        file (``.env`` of the working directory; None: none), then defaults."""
-        env = with_dotenv(env, dotenv)
+    def from_env(cls, env: Mapping[str, str], **flags: object) -> ServerSettings:
+        """Settings from ``flags`` (None = not given), then ``env``, then a ``.env`` file,
+        then defaults. The flag ``dotenv`` names that file: ``.env`` of the working
+        directory unless given; None reads none."""
+        env = with_dotenv(env, _dotenv_path(flags.pop("dotenv", DOTENV)))
 
         def pick(flag: str, *names: str) -> str | None:
             value = flags.get(flag)
@@ -117,6 +119,14 @@ class ServerSettings:
             long_term += " (durable: synchronous=FULL)"
         short_term = "Redis" if self.redis_url else "in-process"
         return f"long-term tier: {long_term}; short-term tier: {short_term}"
+
+
+def _dotenv_path(value: object) -> Path | None:
+    if value is None or isinstance(value, Path):
+        return value
+    if isinstance(value, str):
+        return Path(value)
+    raise ConfigError(f"dotenv must be a path or None, not {type(value).__name__}.")
 
 
 def _bool(raw: str | None, name: str) -> bool:
