@@ -51,6 +51,15 @@ def _forbid_network() -> Iterator[None]:
         setattr(socket.socket, "connect_ex", real_connect_ex)  # noqa: B010
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _memstack_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Commands run without --db keep their data in a throwaway MEMSTACK_HOME, not the
+    user's data folder (subprocesses inherit it)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MEMSTACK_HOME", str(tmp_path_factory.mktemp("memstack-home")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A real PostgreSQL + pgvector server for the whole session, started on first use."""

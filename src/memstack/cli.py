@@ -1,37 +1,63 @@
 """The ``memstack`` command line: ``memstack <noun> <verb>``.
 
-Transports stay thin: every command calls the library and formats what it returns.
+Transports stay thin: every command calls the library and formats what it returns. Each
+command group is imported when it runs (``memstack --version`` loads no web server), and
+every ``MemstackError`` a command lets through ends as a one-line ``Error: ...`` with exit
+code 1, never a traceback.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
-from typing import Literal
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import click
 
 from memstack import __version__
-from memstack.agents.commands import agent
-from memstack.bench.commands import bench
-from memstack.mcp.commands import mcp
-from memstack.memories_cli import memories
-from memstack.server.commands import keys, serve
+from memstack.errors import MemstackError
 from memstack.tools import Tool
 from memstack.working import MEMORY_TOOLS_PROMPT, memory_tools
 
+LAZY_COMMANDS: Mapping[str, str] = {
+    "agent": "memstack.agents.commands:agent",
+    "bench": "memstack.bench.commands:bench",
+    "keys": "memstack.server.commands:keys",
+    "mcp": "memstack.mcp.commands:mcp",
+    "memories": "memstack.memories_cli:memories",
+    "serve": "memstack.server.commands:serve",
+}
+"""Command name -> ``module:attribute`` of a command imported only when it is used."""
 
-@click.group()
+
+class _Main(click.Group):
+    """The root group: lazy subcommands, and the one place CLI errors are translated."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = LAZY_COMMANDS.get(cmd_name)
+        if target is None:
+            return super().get_command(ctx, cmd_name)
+        module, _, attribute = target.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemstackError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+@click.group(cls=_Main)
 @click.version_option(__version__, prog_name="memstack")
 def main() -> None:
     """memstack: the memory layer for LLM agents."""
-
-
-main.add_command(agent)
-main.add_command(bench)
-main.add_command(serve)
-main.add_command(keys)
-main.add_command(mcp)
-main.add_command(memories)
 
 
 @main.group()
@@ -43,6 +69,14 @@ def _builtin_tools() -> list[Tool]:
     from memstack.agents.builtin import builtin_tools
 
     return [*memory_tools(), *builtin_tools()]
+
+
+_SENTENCE_END = re.compile(r'(?<!\be\.g)(?<!\bi\.e)\.\s+(?=[A-Z`"])')
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first full stop that ends a sentence ("e.g." does not)."""
+    return _SENTENCE_END.split(text, maxsplit=1)[0].rstrip(".") + "."
 
 
 @tools.command("list")
@@ -64,8 +98,7 @@ def tools_list(as_json: bool, shape: Literal["openai", "anthropic"]) -> None:
         return
     width = max(len(s.name) for s in specs)
     for spec in specs:
-        summary = spec.description.split(". ")[0].rstrip(".")
-        click.echo(f"{spec.name.ljust(width)}  {summary}.")
+        click.echo(f"{spec.name.ljust(width)}  {_first_sentence(spec.description)}")
 
 
 @main.group()

@@ -20,15 +20,15 @@ def test_keys_create_list_revoke(tmp_path: Path):
         main, ["keys", "create", "--tenant", "acme", "--agents", "bot,ops", "--db", db, "--json"]
     )
     assert created.exit_code == 0, created.output
-    payload = json.loads(created.output)
+    payload = json.loads(created.stdout)
     assert payload["tenant"] == "acme" and payload["key"].startswith("msk_")
     assert payload["agents"] == ["bot", "ops"]
-    listed = json.loads(runner.invoke(main, ["keys", "list", "--db", db, "--json"]).output)
+    listed = json.loads(runner.invoke(main, ["keys", "list", "--db", db, "--json"]).stdout)
     assert [(k["tenant"], k["active"]) for k in listed] == [("acme", True)]
     assert payload["key"] not in json.dumps(listed)  # the raw key is never shown again
     revoked = runner.invoke(main, ["keys", "revoke", listed[0]["id"], "--db", db])
     assert revoked.exit_code == 0
-    listed = json.loads(runner.invoke(main, ["keys", "list", "--db", db, "--json"]).output)
+    listed = json.loads(runner.invoke(main, ["keys", "list", "--db", db, "--json"]).stdout)
     assert listed[0]["active"] is False
 
 

@@ -2,6 +2,7 @@
 connection runs ``synchronous=FULL``; without it, ``NORMAL`` with WAL."""
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,12 @@ from memstack.errors import ConfigError
 from memstack.server.app import create_app_from_env
 from memstack.server.settings import ServerSettings
 from memstack.storage.sqlite import SQLiteRecordStore
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @pytest.mark.parametrize(
@@ -30,18 +37,21 @@ def test_serve_runs_the_pragma_it_was_asked_for(
 ):
     seen: dict[str, str] = {}
 
-    def run(app: FastAPI, **options: object) -> None:  # uvicorn, not started
+    def run(server: uvicorn.Server, sockets: object = None) -> None:  # bound, not started
+        server.started = True
+        app = server.config.app
+        assert isinstance(app, FastAPI)
         seen["synchronous"] = app.state.services.records.backend.synchronous
         seen["journal"] = app.state.services.records.backend._conn.execute(
             "PRAGMA journal_mode"
         ).fetchone()[0]
 
-    monkeypatch.setattr(uvicorn, "run", run)
+    monkeypatch.setattr(uvicorn.Server, "run", run)
     for name in ("MEMSTACK_DURABLE", "MEMSTACK_POSTGRES_URL", "MEMSTACK_REDIS_URL"):
         monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(
         main,
-        ["serve", "--db", str(tmp_path / "s.db"), *args],
+        ["serve", "--db", str(tmp_path / "s.db"), "--port", str(_free_port()), *args],
         env={**env, "MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash"},
     )
     assert result.exit_code == 0, result.output

@@ -119,7 +119,7 @@ def served(tmp_path: Path, redis_url: str) -> Iterator[Served]:
         main, ["keys", "create", "--tenant", "default", "--json", "--db", str(db)]
     )
     assert created.exit_code == 0, created.output
-    key = json.loads(created.output)["key"]
+    key = json.loads(created.stdout)["key"]
     port = _free_port()
     env = {**os.environ, "MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash", "PYTHONUNBUFFERED": "1"}
     for name in ("MEMSTACK_POSTGRES_URL", "MEMSTACK_REDIS_URL", "MEMSTACK_WORKERS"):

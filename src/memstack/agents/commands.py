@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import tempfile
@@ -16,6 +17,7 @@ from memstack.agents.messages import Chunk, StepResult, ToolCallUpdate, ToolResu
 from memstack.agents.simple import SimpleAgent
 from memstack.context import ProcessingContext
 from memstack.errors import InvalidInput, MemstackError
+from memstack.providers import ChatModel
 from memstack.providers.resolve import resolve_model
 from memstack.tools import Tool
 
@@ -50,7 +52,8 @@ def agent() -> None:
     "--workspace",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Directory for the agent's files (default: a new temporary one).",
+    help="Directory for the agent's files, kept after the run (default: a temporary one, "
+    "deleted when the run ends).",
 )
 @click.option("--max-iterations", type=click.IntRange(1, 100), default=10, show_default=True)
 @click.option("--system-prompt", default="", help="A preamble for the system prompt.")
@@ -68,9 +71,28 @@ def run(
         chosen = _tools(tools)
     except MemstackError as exc:
         raise click.ClickException(str(exc)) from exc
-    root = workspace or Path(tempfile.mkdtemp(prefix="memstack-agent-"))
-    root.mkdir(parents=True, exist_ok=True)
-    click.echo(f"workspace: {root}", err=True)
+    with contextlib.ExitStack() as cleanup:
+        if workspace is None:
+            scratch = tempfile.TemporaryDirectory(prefix="memstack-agent-")
+            root = Path(cleanup.enter_context(scratch))
+            note = "deleted after the run; --workspace DIR keeps it"
+            click.echo(f"workspace: {root} ({note})", err=True)
+        else:
+            root = workspace
+            root.mkdir(parents=True, exist_ok=True)
+            click.echo(f"workspace: {root}", err=True)
+        _run_agent(objective, provider, model, chosen, root, max_iterations, system_prompt)
+
+
+def _run_agent(
+    objective: str,
+    provider: ChatModel,
+    model: str,
+    chosen: list[Tool],
+    root: Path,
+    max_iterations: int,
+    system_prompt: str,
+) -> None:
     context = ProcessingContext(workspace=root)
     runner = SimpleAgent(
         name="cli-agent",

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
+
+from memstack.bench.progress import progress_bar
 
 if TYPE_CHECKING:
     from memstack.bench.load import Mix
@@ -105,7 +106,7 @@ def locomo(
         runs = {}
         for name in ["", *dict.fromkeys(ablations)]:
             label = f"without {name}" if name else "recalling"
-            with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+            with progress_bar(total, label) as bar:
                 runs[name] = asyncio.run(
                     run_locomo(
                         samples,
@@ -217,7 +218,7 @@ def recall(
 ) -> None:
     """Recall p50/p95 against the number of stored memories, beside the floor (the query's
     embedding plus an exact numpy scan), after writes, ANN recall@10, ingest and RSS."""
-    from memstack.bench.plot import plot_recall
+    from memstack.bench.plot import MISSING_MATPLOTLIB, plot_recall, plots_available
     from memstack.bench.proc import release_memory, rss_mb
     from memstack.bench.recall_report import recall_payload, recall_table
     from memstack.bench.report import write_json
@@ -225,10 +226,12 @@ def recall(
     from memstack.bench.setup import open_bench_embedder, open_bench_store
     from memstack.bench.synth import embed_phrases, synth_fidelity, synth_queries, synth_sentences
     from memstack.clock import SystemClock
-    from memstack.errors import ConfigError
 
     steps = _ints(sizes, "--sizes")
     backends = _stores(stores, postgres_url)
+    plotting = plots_available()
+    if not plotting:
+        click.echo(f"{MISSING_MATPLOTLIB}; the JSON report is written all the same", err=True)
     before_model = rss_mb()
     embedder = open_bench_embedder(embedder_kind)
     phrases = embed_phrases(embedder)
@@ -249,7 +252,7 @@ def recall(
         release_memory()
         with (
             open_bench_store(backend, postgres_url=postgres_url) as store,
-            click.progressbar(length=work, label=f"{backend} {shape}", file=sys.stderr) as bar,
+            progress_bar(work, f"{backend} {shape}") as bar,
         ):
             run = run_recall(
                 bench_setup,
@@ -272,12 +275,11 @@ def recall(
     )
     write_json(out, payload)
     png = out.with_suffix(".png")
-    try:
-        plot_recall(runs, png)
-    except ConfigError as exc:
-        click.echo(f"wrote {out}; {exc}")
-    else:
-        click.echo(f"wrote {out} and {png}")
+    if not plotting:
+        click.echo(f"wrote {out} ({MISSING_MATPLOTLIB})")
+        return
+    plot_recall(runs, png)
+    click.echo(f"wrote {out} and {png}")
 
 
 def _stores(text: str, postgres_url: str | None) -> list[str]:
@@ -371,7 +373,7 @@ def ingest(
     results = []
     with open_bench_store("sqlite") as store:
         for name, texts in sets.items():
-            with click.progressbar(length=6 * len(texts), label=name, file=sys.stderr) as bar:
+            with progress_bar(6 * len(texts), name) as bar:
                 run = run_ingest(
                     name,
                     texts,
@@ -511,8 +513,7 @@ def _server_bench(
             spawned = stack.enter_context(spawned_server(embedder_kind, server_args=server_args))
             url, api_key, server_pid = spawned.url, spawned.api_key, spawned.pid
             extra["spawned"] = {"tenant": spawned.tenant, "db": str(spawned.db), "pid": spawned.pid}
-        bar = click.progressbar(length=int(options.duration), label="load", file=sys.stderr)
-        with bar:
+        with progress_bar(int(options.duration), "load") as bar:
             measured = measure_load(
                 options,
                 url=url,
@@ -526,7 +527,7 @@ def _server_bench(
             cleanup = delete_memories(url=url, api_key=api_key, ids=report.stored_ids)
             extra["cleanup"] = {"created": len(report.stored_ids), **asyncio.run(cleanup)}
     embedding = EmbeddingSettings(provider=embedder_kind)
-    with click.progressbar(length=len(report.calls), label="floor", file=sys.stderr) as bar:
+    with progress_bar(len(report.calls), "floor") as bar:
         replay = replay_in_process(report.calls, embedding=embedding, progress=bar.update)
         floor = asyncio.run(replay)
     summary = server_summary(report, options=options, cpu=cpu, floor=floor)

@@ -8,7 +8,18 @@ from pathlib import Path
 from memstack.bench.scale import RecallRun
 from memstack.errors import ConfigError
 
-__all__ = ["plot_recall"]
+__all__ = ["MISSING_MATPLOTLIB", "plot_recall", "plots_available"]
+
+MISSING_MATPLOTLIB = 'no PNG: plots need matplotlib: pip install "memstack[bench]"'
+
+
+def plots_available() -> bool:
+    """Whether matplotlib imports, asked before a benchmark starts its work."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def plot_recall(runs: Sequence[RecallRun], path: Path) -> None:
@@ -22,7 +33,7 @@ def plot_recall(runs: Sequence[RecallRun], path: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise ConfigError('no PNG: plots need matplotlib: pip install "memstack[bench]"') from exc
+        raise ConfigError(MISSING_MATPLOTLIB) from exc
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for run in runs:
         sizes = [p.size for p in run.points]

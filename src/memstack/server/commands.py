@@ -5,10 +5,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,7 +28,8 @@ _db = click.option(
     "--db",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="SQLite file of the long-term tier [env MEMSTACK_DB; default .memstack/memstack.db].",
+    help="SQLite file of the long-term tier [env MEMSTACK_DB; default memstack.db in "
+    "MEMSTACK_HOME, itself by default the per-user data folder, e.g. ~/.local/share/memstack].",
 )
 _postgres = click.option(
     "--postgres-url", default=None, help="PostgreSQL instead of SQLite [env MEMSTACK_POSTGRES_URL]."
@@ -78,19 +82,48 @@ def serve(
             "cannot be shared between worker processes (each would serve stale reads after "
             "another's update)."
         )
-    services = _open_services(settings)
-    try:
-        _prepare(services, settings)
-        if settings.workers == 1:
-            from memstack.server.app import create_app
+    with _bind(settings.host, settings.port) as listening:
+        _echo_data_location(settings)
+        services = _open_services(settings)
+        try:
+            _prepare(services, settings)
+            if settings.workers == 1:
+                from memstack.server.app import create_app
 
-            _run(create_app(services, max_body_bytes=settings.max_body_bytes), settings)
-    finally:
-        services.close()
-    if settings.workers > 1:
-        # Each worker opens its own services from these settings (create_app_from_env).
-        os.environ.update(settings.to_env())
-        _run("memstack.server.app:create_app_from_env", settings)
+                app = create_app(services, max_body_bytes=settings.max_body_bytes)
+                _run(app, settings, listening)
+        finally:
+            services.close()
+        if settings.workers > 1:
+            # Each worker opens its own services from these settings (create_app_from_env).
+            os.environ.update(settings.to_env())
+            _run("memstack.server.app:create_app_from_env", settings, listening)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything says the server is up."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
+            "choose another --port (or MEMSTACK_PORT), or stop what uses it."
+        ) from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def _echo_data_location(settings: ServerSettings) -> None:
+    """Where the keys and memories live, so two commands can be seen to share them."""
+    if settings.postgres_url:
+        where = "PostgreSQL " + re.sub(r"//[^@/]*@", "//", settings.postgres_url)
+    else:
+        where = str(settings.db.resolve())
+    click.echo(f"data: {where}", err=True)
 
 
 def _open_services(settings: ServerSettings) -> Services:
@@ -121,9 +154,11 @@ def _prepare(services: Services, settings: ServerSettings) -> None:
     click.echo(f"memstack {settings.described}; warmed {loaded} memories into the short-term tier")
 
 
-def _run(app: FastAPI | str, settings: ServerSettings) -> None:
-    """uvicorn over ``app`` (a factory's import string with several workers)."""
+def _run(app: FastAPI | str, settings: ServerSettings, listening: socket.socket) -> None:
+    """uvicorn over ``app`` (a factory's import string with several workers) on the socket
+    bound already."""
     import uvicorn
+    from uvicorn.supervisors import Multiprocess
 
     loop = "uvloop" if importlib.util.find_spec("uvloop") else "auto"
     http = "httptools" if importlib.util.find_spec("httptools") else "auto"
@@ -132,7 +167,7 @@ def _run(app: FastAPI | str, settings: ServerSettings) -> None:
         f"serving on http://{settings.host}:{settings.port} (docs at /docs); "
         f"{processes}, loop {loop}, http {http}"
     )
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         factory=isinstance(app, str),
         workers=settings.workers if isinstance(app, str) else None,
@@ -142,6 +177,13 @@ def _run(app: FastAPI | str, settings: ServerSettings) -> None:
         http=http,
         log_level="warning",
     )
+    server = uvicorn.Server(config)
+    if config.workers > 1:
+        Multiprocess(config, sockets=[listening]).run()
+    else:
+        server.run(sockets=[listening])
+        if not server.started:
+            raise click.ClickException("the server did not start; see the messages above.")
 
 
 @click.group()
@@ -206,13 +248,23 @@ def keys_list(tenant: str | None, db: Path | None, postgres_url: str | None, as_
 @_db
 @_postgres
 def keys_revoke(key_id: str, db: Path | None, postgres_url: str | None) -> None:
-    """Revoke a key by id (the part after ``msk_``); it stops working at once."""
+    """Revoke a key by its id (as `keys list` shows it, with or without msk_, or the whole
+    key); it stops working at once."""
     with _keys(db, postgres_url) as api_keys:
-        info = api_keys.revoke(key_id)
+        info = api_keys.revoke(_key_id(key_id))
     click.echo(f"revoked {info.id} (tenant {info.tenant!r})")
 
 
-def _settings(**flags: object) -> ServerSettings:
+_KEY_ID = re.compile(r"^msk_([0-9a-f]{16})(?:_.*)?$", re.S)
+
+
+def _key_id(text: str) -> str:
+    """The id inside ``msk_<id>`` or a whole ``msk_<id>_<secret>`` key; other text as given."""
+    found = _KEY_ID.match(text.strip())
+    return found.group(1) if found else text.strip()
+
+
+def _settings(**flags: Any) -> ServerSettings:
     try:
         return ServerSettings.from_env(os.environ, **flags)
     except MemstackError as exc:
@@ -224,6 +276,7 @@ def _keys(db: Path | None, postgres_url: str | None) -> Iterator[ApiKeys]:
     from memstack.server.services import open_records
 
     settings = _settings(db=db, postgres_url=postgres_url)
+    _echo_data_location(settings)
     try:
         records = open_records(settings.store_url)
     except MemstackError as exc:
@@ -243,6 +296,12 @@ def _key_json(info: KeyInfo) -> dict[str, object]:
         "agents": list(info.agents) if info.agents else None,
         "label": info.label,
         "active": info.active,
-        "created_at": info.created_at,
-        "revoked_at": info.revoked_at,
+        "created_at": _iso(info.created_at),
+        "revoked_at": None if info.revoked_at is None else _iso(info.revoked_at),
     }
+
+
+def _iso(seconds: float) -> str:
+    """The REST API's time format: ISO 8601 in UTC with milliseconds and ``Z``."""
+    moment = datetime.fromtimestamp(seconds, tz=UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

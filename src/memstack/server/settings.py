@@ -10,10 +10,12 @@ from typing import Final
 from memstack._env import with_dotenv
 from memstack.embeddings import EmbeddingSettings
 from memstack.errors import ConfigError
+from memstack.home import default_db
 
 __all__ = ["DEFAULT_DB", "DEFAULT_HOST", "DEFAULT_PORT", "ServerSettings"]
 
 DEFAULT_DB: Final = Path(".memstack/memstack.db")
+"""Only when a ``ServerSettings`` is built by hand; ``from_env`` uses ``memstack.home``."""
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
 DOTENV: Final = Path(".env")
@@ -62,7 +64,7 @@ class ServerSettings:
 
         db = pick("db", "MEMSTACK_DB")
         return cls(
-            db=Path(db) if db else DEFAULT_DB,
+            db=Path(db) if db else default_db(env),
             postgres_url=pick("postgres_url", "MEMSTACK_POSTGRES_URL"),
             redis_url=pick("redis_url", "MEMSTACK_REDIS_URL"),
             host=pick("host", "MEMSTACK_HOST") or DEFAULT_HOST,
