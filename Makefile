@@ -21,8 +21,14 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[postgres,redis,openai,anthropic,server]" --group dev
 	@touch $@ $(VENV)/.runtime
 
+# make serve PORT=9000 HOST=0.0.0.0 WORKERS=2 REDIS_URL=redis://... DB=path/to.db
+# (each optional; unset ones fall back to the MEMSTACK_* environment, then the defaults).
+SERVE_FLAGS = $(if $(PORT),--port $(PORT)) $(if $(HOST),--host $(HOST)) \
+	$(if $(WORKERS),--workers $(WORKERS)) $(if $(REDIS_URL),--redis-url $(REDIS_URL)) \
+	$(if $(DB),--db $(DB))
+
 serve: $(VENV)/.runtime
-	$(BIN)/memstack serve
+	$(BIN)/memstack serve $(strip $(SERVE_FLAGS))
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .

@@ -82,6 +82,7 @@ def serve(
             "cannot be shared between worker processes (each would serve stale reads after "
             "another's update)."
         )
+    _require_server_extra()
     with _bind(settings.host, settings.port) as listening:
         _echo_data_location(settings)
         services = _open_services(settings)
@@ -98,6 +99,18 @@ def serve(
             # Each worker opens its own services from these settings (create_app_from_env).
             os.environ.update(settings.to_env())
             _run("memstack.server.app:create_app_from_env", settings, listening)
+
+
+def _require_server_extra() -> None:
+    """FastAPI and uvicorn come with the ``server`` extra; say so before anything starts."""
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise click.ClickException(
+            f"memstack serve needs the server extra ({exc.name} is missing): "
+            'pip install "memstack[server]"'
+        ) from exc
 
 
 def _bind(host: str, port: int) -> socket.socket:
