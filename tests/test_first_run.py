@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -55,6 +56,7 @@ def test_help_texts_show_no_rst_markup():
         shown = runner.invoke(main, [*path, "--help"])
         assert shown.exit_code == 0, (path, shown.output)
         assert "``" not in shown.output, (path, shown.output)
+        assert not re.search(r"\bspec \d", shown.output, re.I), (path, shown.output)
 
 
 def test_tools_list_shows_each_first_sentence_whole():
@@ -168,6 +170,7 @@ def test_bench_errors_are_one_line_and_exit_1(args: list[str], tmp_path: Path, m
     assert result.exit_code == 1, result.output
     assert isinstance(result.exception, SystemExit)  # handled, not a traceback
     assert result.output.startswith("Error: ") and "missing.json" in result.output
+    assert len(result.output.strip().splitlines()) == 1
 
 
 def test_bench_recall_without_matplotlib_says_so_before_the_work(tmp_path: Path, monkeypatch):
@@ -192,6 +195,20 @@ def test_progress_bars_show_a_rate():
     with progress_bar(100, "work", file=io.StringIO()) as bar:
         bar.update(40)
         assert "/s" in bar.format_progress_line()
+
+
+def test_progress_without_a_terminal_writes_a_line_each_tenth():
+    from memstack.bench.progress import progress_bar
+
+    log = io.StringIO()
+    with progress_bar(200, "recalling", file=log) as bar:
+        for _ in range(200):
+            bar.update(1)
+    lines = [line for line in log.getvalue().splitlines() if line.startswith("recalling: ")]
+    assert [line.split(" (")[1].split(")")[0] for line in lines] == [
+        f"{p}%" for p in range(10, 101, 10)
+    ]
+    assert all(line.endswith("/s") for line in lines)
 
 
 def test_agent_runs_leave_no_temporary_folder(tmp_path: Path, monkeypatch):

@@ -51,7 +51,7 @@ class _Main(click.Group):
         try:
             return super().invoke(ctx)
         except MemstackError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(" ".join(str(exc).split())) from exc
 
 
 @click.group(cls=_Main)

@@ -19,7 +19,8 @@ __all__ = ["mcp"]
     "--db",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="SQLite file of the long-term tier [env MEMSTACK_DB; default .memstack/memstack.db].",
+    help="SQLite file of the long-term tier [env MEMSTACK_DB; default memstack.db in "
+    "MEMSTACK_HOME, the per-user data folder unless set].",
 )
 @click.option(
     "--postgres-url", default=None, help="PostgreSQL instead of SQLite [env MEMSTACK_POSTGRES_URL]."
