@@ -35,6 +35,26 @@ def test_light_commands_import_no_server_or_model_stack(args: list[str]):
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_the_client_imports_no_numpy_server_or_model() -> None:
+    script = (
+        "import sys\nimport memstack.client\nimport memstack\nmemstack.InvalidInput\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        f"{set(HEAVY) | {'numpy'}!r}))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_memstacks_top_level_names_still_import() -> None:
+    import memstack
+
+    for name in memstack.__all__:
+        assert getattr(memstack, name) is not None, name
+    with pytest.raises(AttributeError):
+        memstack.NoSuchName  # noqa: B018
+
+
 def _all_commands(group: click.Group, ctx: click.Context) -> list[list[str]]:
     found: list[list[str]] = [[]]
     for name in group.list_commands(ctx):
