@@ -41,3 +41,19 @@ def test_all_names_import(module_name: str):
 )
 def test_issue_names_are_public(name: str):
     assert name in memstack.__all__
+
+
+def test_no_docstring_cites_a_spec_users_do_not_have() -> None:
+    import re
+    from pathlib import Path
+
+    import memstack
+
+    root = Path(memstack.__file__).parent
+    citing = [
+        f"{path.relative_to(root)}:{n}"
+        for path in sorted(root.rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\bspec 00[0-4]\b", line, re.IGNORECASE)
+    ]
+    assert citing == [], "say what the behaviour is instead: " + ", ".join(citing)

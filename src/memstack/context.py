@@ -32,7 +32,7 @@ class ProcessingContext:
     def copy(self) -> ProcessingContext:
         """A context for an isolated sub-run: same surroundings, its own empty memory.
 
-        Memory is deliberately not shared (spec 000): set entries from the parent
+        Memory is deliberately not shared: set entries from the parent
         on the copy when a sub-run should inherit them.
         """
         return replace(self, memory=AgentMemory(clock=self.clock))

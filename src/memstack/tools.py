@@ -1,4 +1,4 @@
-"""The Tool base every LLM tool extends, and the ToolRegistry (spec 003 "Tool System").
+"""The Tool base every LLM tool extends, and the ToolRegistry.
 
 A tool has a ``name``, a ``description``, an ``input_schema`` (JSON Schema) and an
 ``async process(context, params)``. Arguments are checked against ``input_schema``

@@ -1,4 +1,4 @@
-"""The agent runtime (spec 003) with working memory wired in as spec 000 says: tasks and
+"""The agent runtime with working memory wired in: tasks and
 steps, the planner, the step/task/parallel executors, agents, teams, skills and
 built-in tools."""
 

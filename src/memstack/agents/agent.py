@@ -1,8 +1,8 @@
-"""Agent: full planning (spec 003 "Agent Classes", "Configuration Reference").
+"""Agent: full planning.
 
 Skills are resolved, the objective is planned into tasks of steps by ``TaskPlanner`` (or
 a pre-built ``task`` skips planning), and ``ParallelTaskExecutor`` runs the plan; every
-result flows through ``context.memory`` (spec 000). The final result is the last task's,
+result flows through ``context.memory``. The final result is the last task's,
 validated against ``output_schema`` by its final step's ``finish_step``.
 """
 
@@ -44,7 +44,7 @@ def _text(value: object, field: str) -> str:
 
 class Agent:
     """Plans the objective into a DAG of tasks and runs it. Options and defaults are
-    spec 003's configuration table, with Python names."""
+    the agent's configuration, with Python names."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""AgentStepExecutor: one agent step run as a node of a workflow graph (spec 000).
+"""AgentStepExecutor: one agent step run as a node of a workflow graph.
 
 The bridge between a workflow runner and the agent system: it writes each non-null edge
 input of the node into working memory as ``input:<node.id>.<key>`` (kind ``input``,

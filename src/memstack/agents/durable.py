@@ -1,9 +1,9 @@
 """Memory that outlives a run, wired into agents.
 
-- Long-term memory (spec 001): an agent given a ``LongTermMemory`` gets ``ltm_recall`` /
+- Long-term memory: an agent given a ``LongTermMemory`` gets ``ltm_recall`` /
   ``ltm_remember``; with ``auto_persist_memory`` its objective and final result are mined
   for memories after the run (off by default, as the spec says).
-- The memory service (spec 004): an agent given a ``MemoryServiceBinding`` gets its
+- The memory service: an agent given a ``MemoryServiceBinding`` gets its
   ``<memories>`` block (and the operator's ``<knowledge>`` matching the objective) at the
   top of the system prompt before each execution, and the ``store_memory`` tool bound to
   its agent id.

@@ -1,6 +1,6 @@
-"""Fan-out (spec 003 "Fan-Out Execution"): a ``process`` step runs one sub-step per item
+"""Fan-out: a ``process`` step runs one sub-step per item
 its ``discover`` step listed, concurrently with a bound, and its result is the list of
-per-item results, written under ``step:<process id>`` (spec 000 "TaskExecutor")."""
+per-item results, written under ``step:<process id>``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The typed messages an execution streams (spec 003: ``message.type == "chunk"`` ...)."""
+"""The typed messages an execution streams (``message.type == "chunk"`` ...)."""
 
 from __future__ import annotations
 

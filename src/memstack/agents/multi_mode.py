@@ -1,6 +1,6 @@
-"""MultiModeAgent: one entry point for the three ways an agent can run (spec 000
-"MultiModeAgent"): ``loop`` (one tool-calling loop, a SimpleAgent), ``plan`` (full
-planning, an Agent) and ``multi-agent`` (a team over a shared board, a TeamExecutor).
+"""MultiModeAgent: one entry point for the three ways an agent can run: ``loop`` (one
+tool-calling loop, a SimpleAgent), ``plan`` (full planning, an Agent) and ``multi-agent``
+(a team over a shared board, a TeamExecutor).
 Memory is mode-independent: every mode goes through ``context.memory``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ParallelTaskExecutor: runs a plan's tasks as a DAG (spec 000 "ParallelTaskExecutor").
+"""ParallelTaskExecutor: runs a plan's tasks as a DAG.
 
 It owns no result map: everything lives in ``context.memory``. Inputs are seeded once as
 ``input:<key>``; each task runs when the tasks it depends on have completed, with their

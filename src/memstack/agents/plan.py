@@ -1,4 +1,4 @@
-"""Tasks, steps and plans (spec 003 "Planning Phase"): what an agent executes.
+"""Tasks, steps and plans: what an agent executes.
 
 A ``Task`` is a DAG of ``Step``s and a ``TaskPlan`` a DAG of ``Task``s. Both are checked
 when they are built (duplicate ids, unknown dependencies, cycles, a fan-out ``process``

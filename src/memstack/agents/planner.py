@@ -1,4 +1,4 @@
-"""TaskPlanner: the objective in, a validated TaskPlan out (spec 003 "Planning Phase").
+"""TaskPlanner: the objective in, a validated TaskPlan out.
 
 The planner offers the model one tool, ``create_task``, and reads the calls of its reply:
 one call per task. The arguments are checked against the tool's schema, turned into
@@ -284,7 +284,7 @@ def check_plan(
     plan: TaskPlan, *, max_steps: int | None = None, tool_names: Iterable[str] | None = None
 ) -> None:
     """Raise ``InvalidInput`` when a task has more than ``max_steps`` steps (the limit is
-    per task, spec 003's ``maxSteps``) or a step names a tool not in ``tool_names`` (when
+    per task, ``maxSteps``) or a step names a tool not in ``tool_names`` (when
     given; the memory tools and ``finish_step`` are always available)."""
     for task in plan.tasks:
         if max_steps is not None and len(task.steps) > max_steps:

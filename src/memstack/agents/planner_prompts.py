@@ -1,4 +1,4 @@
-"""The planning prompt (spec 003 "Planning Phase"): how the planner asks for ``create_task``."""
+"""The planning prompt: how the planner asks for ``create_task``."""
 
 from __future__ import annotations
 

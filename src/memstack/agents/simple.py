@@ -1,5 +1,4 @@
-"""SimpleAgent (one step, output schema, no planning) and AgentExecutor (value extraction),
-spec 003 "Agent Classes"."""
+"""SimpleAgent (one step, output schema, no planning) and AgentExecutor (value extraction)."""
 
 from __future__ import annotations
 
@@ -82,7 +81,7 @@ class SimpleAgent:
         self._executor: StepExecutor | None = None
 
     def memory(self, bank: MemoryBank) -> SimpleAgent:
-        """Attach a MemoryBank (spec 002 ``memory(bank)``): its tools, keyed to this
+        """Attach a MemoryBank (``memory(bank)``): its tools, keyed to this
         agent's name, join the agent's tools, except where the user already gave a tool of
         the same name; the bank is kept as ``memory_bank``."""
         if not isinstance(bank, MemoryBank):

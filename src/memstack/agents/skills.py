@@ -1,4 +1,4 @@
-"""Skills: SKILL.md files whose instructions join an agent's system prompt (spec 003 "Skills").
+"""Skills: SKILL.md files whose instructions join an agent's system prompt.
 
 A skill is a directory holding a ``SKILL.md``: front matter with a ``name`` and a
 ``description``, then the instructions::

@@ -1,9 +1,8 @@
-"""StepExecutor: the tool-calling loop that runs one step (spec 003 "Execution Phase",
-spec 000 "StepExecutor").
+"""StepExecutor: the tool-calling loop that runs one step.
 
 Build messages, stream the model, run the turn's tool calls concurrently, append the
 results, repeat until ``finish_step`` (or a plain answer on an unstructured step) or
-``max_iterations``. Working memory is wired in as spec 000 says: the memory tools are
+``max_iterations``. Working memory is wired in: the memory tools are
 attached automatically, the memory-tools section is in every default prompt, a caller's
 system prompt is a preamble (never a replacement), the user message names the declared
 upstream keys without their values, ``step:<id>`` is always written, ``task:<id>`` on

@@ -1,5 +1,4 @@
-"""TaskExecutor: walks one task's step DAG (spec 003 "Execution Phase", spec 000
-"TaskExecutor").
+"""TaskExecutor: walks one task's step DAG.
 
 Caller inputs are seeded as ``input:<key>`` entries; steps run as soon as the steps they
 depend on have finished, independent ones concurrently; the finish step (the task's last

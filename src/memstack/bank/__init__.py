@@ -1,4 +1,4 @@
-"""MemoryBank (spec 002): a string per agent, kept between runs, and its three LLM tools.
+"""MemoryBank: a string per agent, kept between runs, and its three LLM tools.
 
 ``MemoryBank()`` lives in process memory; ``MemoryBank(path=...)`` or
 ``MemoryBank(store=...)`` keeps it in the record store, so it survives a restart.

@@ -1,4 +1,4 @@
-"""MemoryBank: a string per agent name, kept between an agent's runs (spec 002)."""
+"""MemoryBank: a string per agent name, kept between an agent's runs."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class MemoryBank:
     truncation happens at write time. Every method is safe to call from several
     threads at once. A rejected write raises ``InvalidInput`` and changes nothing.
 
-    Content shaped like a credential is refused (the secret filter of spec 001, since a
+    Content shaped like a credential is refused (long-term memory's secret filter, since a
     durable bank outlives the process); ``secret_filter=False`` turns that off.
     """
 

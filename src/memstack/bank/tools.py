@@ -1,4 +1,4 @@
-"""The three LLM tools over a MemoryBank, keyed to one agent's name (spec 002).
+"""The three LLM tools over a MemoryBank, keyed to one agent's name.
 
 Wire formats as the spec fixes them: ``memory_read()`` returns the stored string
 (``""`` when empty), ``memory_write(content)`` returns ``"ok"``, ``memory_search(query)``
@@ -43,7 +43,7 @@ You have two memories, and `memory_read` / `memory_write` serve both; the argume
   entries, `memory_read(keys)` reads entries by key, `memory_write(key, value)` publishes
   an entry under `shared:<key>`."""
 """Added to an agent's system prompt when a bank is attached beside working memory
-(``bank_tools_with_working_memory``: spec 002's and spec 000's tools share two names)."""
+(``bank_tools_with_working_memory``: the bank's and working memory's tools share two names)."""
 
 
 class _BankTool(Tool):

@@ -1,6 +1,6 @@
 """A MemoryBank beside working memory: one ``memory_read`` and one ``memory_write``.
 
-Spec 002's bank tools and spec 000's working-memory tools share two names. An agent that
+The bank's tools and working memory's tools share two names. An agent that
 has both gets one tool of each name that serves both, told apart by the arguments, so
 each keeps its wire format exactly:
 

@@ -6,7 +6,7 @@
 - ``HashEmbedder``: a deterministic fake for tests.
 - ``BatchingEmbedder``, ``CachedEmbedder``: wrappers that merge concurrent calls into one
   and cache vectors per text.
-- ``EmbeddingSettings`` and ``resolve_embedder``: pick one from the environment (spec 001).
+- ``EmbeddingSettings`` and ``resolve_embedder``: pick one from the environment.
 """
 
 from memstack.embeddings.base import Embedder, Vectors, embed, l2_normalize

@@ -1,6 +1,6 @@
 """Embedding settings, and ``resolve_embedder``: which embedder the settings ask for.
 
-Resolution order (spec 001, except that with nothing configured the local model is
+Resolution order (the documented one, except that with nothing configured the local model is
 used instead of giving up):
 
 1. ``provider`` set (``MEMSTACK_MEMORY_EMBEDDING_PROVIDER``): that provider, with

@@ -1,4 +1,4 @@
-"""Long-term memory across chat sessions (spec 001)."""
+"""Long-term memory across chat sessions."""
 
 from memstack.longterm.chat import ChatSession
 from memstack.longterm.collection import Collection

@@ -1,4 +1,5 @@
-"""ChatSession: spec 001's chat loop with long-term memory, around any ``ChatModel``.
+"""ChatSession: a chat loop with long-term memory around any ``ChatModel``: recall
+before each call, extraction after.
 
 Before each model call the user's latest message is recalled against the user's
 long-term memory and the ``<recalled-memories>`` block goes in as a system message just

@@ -1,4 +1,4 @@
-"""Mining a finished conversation for memories with an LLM (spec 001 "How extraction works")."""
+"""Mining a finished conversation for memories with an LLM."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""create_default_long_term_memory(): opt-in wiring of long-term memory (spec 001)."""
+"""create_default_long_term_memory(): opt-in wiring of long-term memory."""
 
 from __future__ import annotations
 

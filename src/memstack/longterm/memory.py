@@ -1,4 +1,4 @@
-"""LongTermMemory: durable, per-user memories recalled by a hybrid score (spec 001)."""
+"""LongTermMemory: durable, per-user memories recalled by a hybrid score."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ class LongTermMemory:
         Candidates are the nearest neighbours by embedding plus the best keyword (BM25)
         matches; each is scored 0.7·relevance + 0.2·recency + 0.1·importance, where
         relevance is cosine similarity blended with keyword relevance
-        (``keyword_weight``, 0.3 by default; 0 gives spec 001's pure cosine). Unless
+        (``keyword_weight``, 0.3 by default; 0 gives pure cosine). Unless
         ``touch=False``, ``last_accessed_at`` is bumped on what is returned.
         """
         _check_text(query, "query")

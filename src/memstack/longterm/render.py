@@ -1,4 +1,4 @@
-"""The ``<recalled-memories>`` block injected before the user's message (spec 001)."""
+"""The ``<recalled-memories>`` block injected before the user's message."""
 
 from __future__ import annotations
 

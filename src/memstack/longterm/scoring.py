@@ -1,4 +1,4 @@
-"""The hybrid recall score of spec 001: 0.7·cosine + 0.2·recency + 0.1·importance, with
+"""The hybrid recall score: 0.7·cosine + 0.2·recency + 0.1·importance, with
 keyword relevance blended into the cosine and the context terms of a conversation turn
 (session evidence, the speaker the query names, time-aware queries) added to it."""
 
@@ -51,7 +51,7 @@ class ContextWeights:
     than overruling what matched: ``session`` 0.3 of the best relevance in the same
     session (+0.014 R@10 on the tuned half, +0.017 on the other), ``speaker`` 0.05 and
     ``time`` 0.1 (each +0.004 to +0.008 on both halves). ``ContextWeights.off()`` gives
-    spec 001's plain score.
+    the plain hybrid score.
     """
 
     session: float = 0.3
@@ -198,11 +198,11 @@ def hybrid_score(
 ) -> ScoreBreakdown:
     """0.7·(relevance + context terms) + 0.2·recency + 0.1·importance.
 
-    Relevance is the cosine similarity, as spec 001 has it, when there is no keyword
+    Relevance is the cosine similarity when there is no keyword
     evidence (``keyword`` is None: no candidate matched the query's words); otherwise
     ``(1 - keyword_weight)·cosine + keyword_weight·keyword``. The context terms
     (``context_terms``) are 0 for a memory with no session, speaker or time to go by,
-    which leaves spec 001's formula as it was.
+    which leaves the plain formula as it was.
     """
     relevance = (
         similarity

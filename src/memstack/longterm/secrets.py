@@ -1,4 +1,4 @@
-"""The one secret filter: the trust boundary in front of every durable write (spec 001).
+"""The one secret filter: the trust boundary in front of every durable write.
 
 ``secret_kind(text)`` names the first credential shape found in ``text`` (or ``None``);
 ``looks_like_secret(text)`` says whether there is one; ``find_secret(fields)`` walks

@@ -2,7 +2,7 @@
 example runs offline and runs against a real model by changing one string.
 
 - ``echo`` answers ``echo: <first line of the last user message>``.
-- ``fibonacci`` follows spec 002's Fibonacci procedure (``FIBONACCI_PROMPT``) from the
+- ``fibonacci`` follows the MemoryBank Fibonacci procedure (``FIBONACCI_PROMPT``) from the
   messages it is shown: ``memory_read``, then ``memory_write("prev|curr")``, then the
   number alone.
 """
@@ -38,7 +38,7 @@ Worked examples:
   memory="2|3" -> 2+3=5, answer=5, write "3|5"
 
 Rules: exactly one memory_read, exactly one memory_write, then reply with just the number."""
-"""Spec 002's Fibonacci agent prompt, word for word."""
+"""The MemoryBank Fibonacci agent prompt, word for word."""
 
 
 def echo(messages: Sequence[Message]) -> str:

@@ -12,7 +12,7 @@ ollama        OLLAMA_BASE_URL, default http://127.0.0.1:11434/v1 (``/v1`` is add
 vllm          MEMSTACK_LLM_BASE_URL, default http://127.0.0.1:8000/v1; MEMSTACK_LLM_API_KEY
 lmstudio      MEMSTACK_LLM_BASE_URL, default http://127.0.0.1:1234/v1; MEMSTACK_LLM_API_KEY
 scripted      ``scripted:echo`` answers with the first line of the last user message;
-              ``scripted:fibonacci`` plays spec 002's Fibonacci agent (providers.demos)
+              ``scripted:fibonacci`` plays the MemoryBank Fibonacci agent (providers.demos)
 ============  =========================================================================
 """
 

@@ -1,5 +1,5 @@
 """Knowledge: documents an operator adds (not agent-written), searched and injected beside
-memories (spec 004 "Integration with Knowledge"). Kept simple: add, list, get, delete, search.
+memories. Kept simple: add, list, get, delete, search.
 
 A document is kept whole in ``kb/<tenant>/docs`` and split into passages of about
 ``CHUNK_CHARS`` characters in ``kb/<tenant>/chunks``, each embedded, so search finds the

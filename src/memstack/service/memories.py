@@ -1,4 +1,5 @@
-"""MemoryService: the two-tier memory service of spec 004, the one service every transport uses.
+"""MemoryService: the two-tier memory service (short-term in Redis or in process,
+long-term in a database), the one service every transport uses.
 
 Writes go to the long-term tier (the source of truth) and then to the short-term tier.
 Reads for prompt injection try the short-term tier first and fall back to the long-term
@@ -108,7 +109,7 @@ class MemoryService:
     ``ltm_max_entries`` caps each agent's memories (its agent and session scopes) and,
     separately, the tenant's global memories; every store evicts the oldest beyond it
     from every tier and index. The short-term tier keeps its own ``max_entries`` per
-    agent (spec 004's ``STM_MAX_ENTRIES``).
+    agent (``STM_MAX_ENTRIES``).
     """
 
     def __init__(

@@ -1,4 +1,4 @@
-"""The ``<memories>`` block of spec 004, produced in this one place."""
+"""The ``<memories>`` block injected before an agent runs, produced in this one place."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The short-term tier (spec 004): the last N memories of each bucket, newest first.
+"""The short-term tier: the last N memories of each bucket, newest first.
 
 A bucket is ``(tenant, bucket_of(scope, agent_id))``: an agent's own memories, or the
 tenant's global ones. Entries are keyed by memory id (which derives from the memory's
@@ -33,7 +33,7 @@ from memstack.service.types import Memory
 __all__ = ["DEFAULT_MAX_ENTRIES", "BucketRead", "InProcessTier", "ShortTermTier"]
 
 DEFAULT_MAX_ENTRIES: Final = 20
-"""Spec 004's ``STM_MAX_ENTRIES``."""
+"""The server's ``STM_MAX_ENTRIES``."""
 
 
 @dataclass(frozen=True, kw_only=True)

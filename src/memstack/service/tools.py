@@ -1,4 +1,4 @@
-"""The ``store_memory`` tool of spec 004, bound to the running agent."""
+"""The ``store_memory`` tool of the memory service, bound to the running agent."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ MAX_TTL_SECONDS: Final = 10 * 365 * 86_400
 def expiry_from_ttl(ttl: object, *, now: float) -> float | None:
     """Seconds since the epoch when the memory expires, or None for no TTL.
 
-    ``ttl`` is an ISO 8601 time (``"2025-01-15T12:00:00Z"``, as spec 004's API takes
+    ``ttl`` is an ISO 8601 time (``"2025-01-15T12:00:00Z"``, as the REST API takes
     it; no zone means UTC), a ``datetime``, or a number of seconds from now. A time
     already past is accepted: the memory is stored expired, so reads never show it and
     the next prune deletes it (and an upsert with it expires the memory it replaces).

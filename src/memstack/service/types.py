@@ -1,4 +1,4 @@
-"""The memory service's values (spec 004): a memory, its scope, and where it lives."""
+"""The memory service's values: a memory, its scope, and where it lives."""
 
 from __future__ import annotations
 

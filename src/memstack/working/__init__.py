@@ -1,4 +1,4 @@
-"""In-run working memory (spec 000): AgentMemory, its keys, and its three LLM tools."""
+"""In-run working memory: AgentMemory, its keys, and its three LLM tools."""
 
 from memstack.working.keys import MemoryKeys, memory_keys
 from memstack.working.memory import AgentMemory, MemoryEntry, MemoryKind

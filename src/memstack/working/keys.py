@@ -1,4 +1,4 @@
-"""Key helpers for the four namespaces of working memory (spec 000 "Key Namespaces").
+"""Key helpers for the four namespaces of working memory.
 
 Always build keys with these helpers: they prevent typos and make call sites
 greppable.

@@ -1,4 +1,4 @@
-"""AgentMemory: the one namespaced store every executor of a run reads and writes (spec 000)."""
+"""AgentMemory: the one namespaced store every executor of a run reads and writes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The prompt text that teaches a model the memory tools (spec 000, "What the LLM sees")."""
+"""The prompt text that teaches a model the memory tools."""
 
 from __future__ import annotations
 

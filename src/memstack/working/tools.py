@@ -1,4 +1,4 @@
-"""The three LLM tools over working memory: memory_list, memory_read, memory_write (spec 000)."""
+"""The three LLM tools over working memory: memory_list, memory_read, memory_write."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The built-in tools an agent can be given: workspace files and a calculator (spec 003)."""
+"""The built-in tools an agent can be given: workspace files and a calculator."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Multi-agent teams: a TaskBoard and a MessageBus shared by several agents, run by
-TeamExecutor, with completed board tasks mirrored into working memory (spec 000, 003)."""
+TeamExecutor, with completed board tasks mirrored into working memory."""
 
 from memstack.agents.team.board import (
     BoardEvent,

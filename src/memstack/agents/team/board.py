@@ -1,5 +1,4 @@
-"""TaskBoard: the shared list of tasks a team of agents claims and completes (spec 003
-"multi-agent teams", spec 000 "TeamExecutor").
+"""TaskBoard: the shared list of tasks a team of agents claims and completes.
 
 A task moves ``open -> claimed -> completed | failed``. It is claimable when it is open
 and every task it depends on is completed. Only the assignee may complete or fail a

@@ -1,5 +1,5 @@
 """TeamExecutor: several agents working one objective over a shared TaskBoard and
-MessageBus (spec 003 "multi-agent teams", spec 000 "TeamExecutor").
+MessageBus.
 
 On start it subscribes to the board and mirrors every ``task_completed`` into working
 memory as ``task:<id>``, so teammates read each other's results with ``memory_read``.

@@ -1,5 +1,5 @@
 """What a team member is told: the team system prompt (with the "Shared Memory
-(progressive disclosure)" section spec 000 names) and each turn's instructions."""
+(progressive disclosure)" section) and each turn's instructions."""
 
 from __future__ import annotations
 
