@@ -88,8 +88,8 @@ def _memory_tools(
         description=(
             "Store a memory that persists across conversations. Use a short descriptive key; "
             "storing the same key again (same agent and scope) updates it. Scope: 'agent' "
-            "(default) for this agent, 'session' for one session (give session_id), 'global' "
-            "to share with every agent."
+            "(default) for this agent, 'session' for one session (session_id; without one, "
+            "the session 'default'), 'global' to share with every agent."
         ),
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True),
     )
