@@ -16,7 +16,7 @@ from memstack.server.app import create_app
 from memstack.server.services import open_services
 
 STATIC = files("memstack.inspector").joinpath("static")
-NAMES = ["index.html", "inspector.js", "inspector.css"]
+NAMES = ["index.html", "inspector.js", "inspector.css", "run.html", "run.js"]
 
 
 @pytest.fixture
@@ -76,7 +76,8 @@ def test_the_page_loads_nothing_from_elsewhere(name: str):
     assert "@import" not in text
 
 
-def test_the_script_never_renders_data_as_html():
-    script = STATIC.joinpath("inspector.js").read_text(encoding="utf-8")
+@pytest.mark.parametrize("name", ["inspector.js", "run.js"])
+def test_the_scripts_never_render_data_as_html(name: str):
+    script = STATIC.joinpath(name).read_text(encoding="utf-8")
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
         assert sink not in script.replace("never through innerHTML", ""), sink

@@ -7,7 +7,9 @@ import contextlib
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +22,9 @@ from memstack.errors import InvalidInput, MemstackError
 from memstack.providers import ChatModel
 from memstack.providers.resolve import resolve_model
 from memstack.tools import Tool
+
+if TYPE_CHECKING:
+    from memstack.inspector.run_panel import RunPanel
 
 TOOL_GROUPS = {
     "workspace": ("workspace_read", "workspace_write", "workspace_list"),
@@ -57,6 +62,19 @@ def agent() -> None:
 )
 @click.option("--max-iterations", type=click.IntRange(1, 100), default=10, show_default=True)
 @click.option("--system-prompt", default="", help="A preamble for the system prompt.")
+@click.option(
+    "--inspect",
+    is_flag=True,
+    help="Serve a live panel of the run's working memory on a local port (it stays up after "
+    "the run until Ctrl-C).",
+)
+@click.option(
+    "--inspect-port",
+    type=click.IntRange(0, 65535),
+    default=8766,
+    show_default=True,
+    help="The panel's port on 127.0.0.1; 0 picks a free one.",
+)
 def run(
     objective: str,
     model_spec: str,
@@ -64,6 +82,8 @@ def run(
     workspace: Path | None,
     max_iterations: int,
     system_prompt: str,
+    inspect: bool,
+    inspect_port: int,
 ) -> None:
     """Run OBJECTIVE as a SimpleAgent and stream what it does; the result is printed last."""
     try:
@@ -81,7 +101,16 @@ def run(
             root = workspace
             root.mkdir(parents=True, exist_ok=True)
             click.echo(f"workspace: {root}", err=True)
-        _run_agent(objective, provider, model, chosen, root, max_iterations, system_prompt)
+        _run_agent(
+            objective,
+            provider,
+            model,
+            chosen,
+            root,
+            max_iterations,
+            system_prompt,
+            panel_port=inspect_port if inspect else None,
+        )
 
 
 def _run_agent(
@@ -92,6 +121,8 @@ def _run_agent(
     root: Path,
     max_iterations: int,
     system_prompt: str,
+    *,
+    panel_port: int | None = None,
 ) -> None:
     context = ProcessingContext(workspace=root)
     runner = SimpleAgent(
@@ -104,11 +135,47 @@ def _run_agent(
         max_iterations=max_iterations,
     )
 
+    panel = None if panel_port is None else _start_panel(context, panel_port)
     try:
         streamed = asyncio.run(_stream(runner, context))
     except MemstackError as exc:
         raise click.ClickException(str(exc)) from exc
-    _print_result(runner.get_results(), streamed)
+    finally:
+        if panel:
+            panel.finish()
+    try:
+        _print_result(runner.get_results(), streamed)
+    finally:
+        if panel:
+            _hold(panel)
+
+
+def _start_panel(context: ProcessingContext, port: int) -> RunPanel:
+    try:
+        from memstack.inspector.run_panel import RunPanel
+    except ImportError as exc:
+        raise click.ClickException(
+            f"--inspect needs the server extra ({exc.name} is missing): "
+            'pip install "memstack[server]"'
+        ) from exc
+    panel = RunPanel(context.memory, port=port)
+    try:
+        url = panel.start()
+    except MemstackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"inspect: {url}", err=True)
+    return panel
+
+
+def _hold(panel: RunPanel) -> None:
+    """Keep the finished run's panel up until Ctrl-C."""
+    click.echo("the run is over; its panel stays up until Ctrl-C.", err=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        panel.stop()
 
 
 async def _stream(runner: SimpleAgent, context: ProcessingContext) -> str:

@@ -1,49 +1,17 @@
-"""``/ui``: the inspector's three static files, served from the package.
-
-Only the files named in ``_FILES`` are served (no directory lookups), each with a
-Content-Security-Policy that allows this origin's script, style and API only: stored
-memories are untrusted text, and the policy is a second wall behind the page's own
-escaping (it renders data with ``textContent`` only).
-"""
+"""``/ui`` of ``memstack serve``: the inspector's three static files, from the package."""
 
 from __future__ import annotations
 
-from functools import cache
-from importlib.resources import files
 from typing import Final
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 from fastapi.responses import RedirectResponse, Response
 
-__all__ = ["SECURITY_HEADERS", "inspector_router"]
+from memstack.inspector.assets import static_file
 
-_FILES: Final = {
-    "index.html": "text/html; charset=utf-8",
-    "inspector.js": "text/javascript; charset=utf-8",
-    "inspector.css": "text/css; charset=utf-8",
-}
+__all__ = ["inspector_router"]
 
-SECURITY_HEADERS: Final = {
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-        "img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
-}
-
-
-@cache
-def _read(name: str) -> bytes:
-    return files("memstack.inspector").joinpath("static", name).read_bytes()
-
-
-def _asset(name: str) -> Response:
-    media_type = _FILES.get(name)
-    if media_type is None:
-        raise HTTPException(404, f"no inspector file {name!r}; open /ui/ for the inspector.")
-    return Response(_read(name), media_type=media_type, headers=SECURITY_HEADERS)
+_SERVED: Final = frozenset({"index.html", "inspector.js", "inspector.css"})
 
 
 def inspector_router() -> APIRouter:
@@ -56,10 +24,10 @@ def inspector_router() -> APIRouter:
 
     @router.get("/")
     async def index() -> Response:
-        return _asset("index.html")
+        return static_file("index.html", _SERVED, home="/ui/")
 
     @router.get("/{name}")
     async def asset(name: str) -> Response:
-        return _asset(name)
+        return static_file(name, _SERVED, home="/ui/")
 
     return router
