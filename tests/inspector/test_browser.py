@@ -212,3 +212,23 @@ def test_knowledge_documents_are_listed_viewed_and_deleted(page: InspectorPage, 
     page.confirm()
     page.until(lambda _: title not in page.column("documents", 0))
     assert api.get(f"/api/knowledge/{doc_id}").status_code == 404
+
+
+def test_pages_of_fifty_newest_first(page: InspectorPage, api: httpx.Client):
+    agent = new_agent()
+    for i in range(52):
+        store(api, agent_id=agent, key=f"note-{i:02d}", value=f"Note number {i}.")
+
+    page.open()
+    page.sign_in_and_wait(api.headers["Authorization"].removeprefix("Bearer "))
+    page.filter(agent=agent)
+    assert page.by_id("memories-count").text == "1\u201350 of 52 memories, newest first"
+    assert page.column("memories", KEY)[0] == "note-51"
+    assert not page.by_id("prev").is_enabled()
+    page.by_id("next").click()
+    page.settled()
+    assert page.column("memories", KEY) == ["note-01", "note-00"]
+    assert not page.by_id("next").is_enabled()
+    page.by_id("prev").click()
+    page.settled()
+    assert len(page.rows("memories")) == 50
