@@ -1,7 +1,7 @@
 """AgentStepExecutor: an agent step as a workflow node, its edge inputs and result in
 working memory, so a later node of the same graph finds them through memory_list."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -10,7 +10,7 @@ from memstack import InvalidInput, ProcessingContext
 from memstack._json import JSON
 from memstack.agents import AgentStepExecutor, WorkflowNode
 from memstack.agents.messages import StepResult
-from memstack.providers import ScriptedProvider
+from memstack.providers import Message, ScriptedProvider
 from tests.agents.scripts import by_instructions, call, finish, tool_results, turns
 
 
@@ -84,7 +84,7 @@ async def test_two_chained_nodes_share_memory():
 async def test_the_node_prompt_names_its_inputs_without_their_values():
     seen: list[str] = []
 
-    def answer(messages: list[Any]) -> Any:
+    def answer(messages: Sequence[Message]) -> Any:
         seen.append(next(m.content for m in messages if m.role == "user"))
         return finish("done")
 

@@ -122,8 +122,11 @@ async def test_both_memories_stay_usable_under_the_shared_tool_names():
         "memory_search",
         "memory_list",
     ]
-    assert set(offered["memory_read"].input_schema["properties"]) == {"keys"}
-    assert set(offered["memory_write"].input_schema["properties"]) >= {"content", "key", "value"}
+    read_props = offered["memory_read"].input_schema["properties"]
+    write_props = offered["memory_write"].input_schema["properties"]
+    assert isinstance(read_props, dict) and isinstance(write_props, dict)
+    assert set(read_props) == {"keys"}
+    assert set(write_props) >= {"content", "key", "value"}
     # the prompt says which memory_read / memory_write is which
     system = provider.calls[0].messages[0].content
     assert BANK_PROMPT in system and system.index(BANK_PROMPT) < system.index("## Memory Tools")

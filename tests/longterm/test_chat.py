@@ -77,6 +77,7 @@ async def test_recall_is_injected_before_the_message_and_never_persisted(store):
 async def test_send_does_not_wait_for_extraction(store):
     provider = ScriptedProvider(responder=model)
     memory = open_memory(store, provider, enabled=True, env={})
+    assert memory is not None
     session = ChatSession(provider=provider, model="m", memory=memory)
     await session.send("My dog is called Biscuit.")
     assert await memory.count() == 0  # mined in the background, after send returned
