@@ -104,7 +104,7 @@ def memstack_serve(redis_url: str, workers: int, tmp: Path) -> Iterator[httpx.Cl
         main, ["keys", "create", "--tenant", "default", "--json", "--db", str(db)]
     )
     assert created.exit_code == 0, created.output
-    key = json.loads(created.output)["key"]
+    key = json.loads(created.stdout)["key"]
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSTACK_", "STM_", "LTM_"))}
     env |= {"MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash", "STM_MAX_ENTRIES": str(STM_MAX)}
