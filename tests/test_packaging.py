@@ -60,7 +60,7 @@ def test_fastapi_and_uvicorn_come_only_with_the_server_extra(wheel: zipfile.ZipF
 )
 def test_make_serve_takes_the_port_and_other_settings(variables: str, flags: str):
     shown = subprocess.run(
-        ["make", "-n", "serve", *variables.split()],
+        ["make", "--no-print-directory", "-n", "serve", *variables.split()],
         cwd=ROOT,
         capture_output=True,
         text=True,

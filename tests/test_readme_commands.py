@@ -55,7 +55,7 @@ def _plan(argv: list[str], tmp: Path) -> list[str]:
     """The argv to run for one README line."""
     name = Path(argv[0]).name
     if name == "make":
-        return ["make", "-n", *argv[1:]]
+        return ["make", "--no-print-directory", "-n", *argv[1:]]
     if name == "claude":
         started = argv[argv.index("--") + 1 :] if "--" in argv else ["memstack", "mcp"]
         return [MEMSTACK, *started[1:2], "--help"]
