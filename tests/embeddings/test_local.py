@@ -142,3 +142,13 @@ def test_a_file_that_is_not_onnx_is_a_config_error(tmp_path):
     path.write_bytes(b"not a model")
     with pytest.raises(ConfigError, match="onnxruntime cannot load"):
         LocalEmbedder(model_path=path).embed_batch(["hello"])
+
+
+def test_a_batch_holds_texts_of_similar_length_only():
+    from memstack.embeddings.local import _batches
+
+    lengths = [10, 100, 11, 12, 60, 13, 14, 70]
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches = _batches(order, lengths, size=3)
+    assert [[lengths[i] for i in b] for b in batches] == [[10, 11, 12], [13, 14], [60, 70], [100]]
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))

