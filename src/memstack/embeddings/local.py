@@ -169,11 +169,7 @@ def _batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]
     batches: list[list[int]] = []
     for row in order:
         batch = batches[-1] if batches else None
-        if (
-            batch is None
-            or len(batch) >= size
-            or lengths[row] > _PAD_RATIO * lengths[batch[0]] + 4
-        ):
+        if batch is None or len(batch) >= size or lengths[row] > _PAD_RATIO * lengths[batch[0]] + 4:
             batches.append([row])
         else:
             batch.append(row)
