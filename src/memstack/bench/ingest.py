@@ -1,12 +1,12 @@
 """``memstack bench ingest``: how fast memories go in, and how much of that is embedding.
 
 For one set of texts, each in a fresh collection of one store (``max_items=0``, so
-eviction never runs): the embedder alone (``embed_batch`` in batches), then
-``remember_many`` in the same batches with dedupe on, then ``remember`` one text at
-a time, then ``store.upsert`` of the same texts with their vectors given, in
-batches of 1000; and the texts as conversation turns through ``remember_turns`` in the
-same batches, beside the embedder alone on the turns' memory texts (``<speaker>:
-<text>``, which is what it embeds). Rates are memories per second.
+eviction never runs): the embedder alone (``embed_batch`` in batches) and
+``remember_many`` in the same batches with dedupe on, taking turns batch by batch; then
+``remember`` one text at a time; then ``store.upsert`` of the same texts with their
+vectors given, in batches of 1000; and the texts as conversation turns through
+``remember_turns``, taking turns with the embedder alone on the turns' memory texts
+(``<speaker>: <text>``, which is what it embeds). Rates are memories per second.
 """
 
 from __future__ import annotations
@@ -88,16 +88,23 @@ async def run_ingest(
             collection=collection, store=store, embedder=embedder, max_items=0, clock=clock
         )
 
-    embed_s, vectors = _embed_alone(embedder, texts, batch, progress)
+    # The embedder alone and remember_many take turns batch by batch, so a machine that
+    # slows down or speeds up during the run weighs on both alike.
     many = memory("many")
-    started = time.perf_counter()
+    embed_s = many_s = 0.0
     stored_many = 0
+    parts: list[npt.NDArray[np.float32]] = []
     for lo in range(0, len(texts), batch):
+        started = time.perf_counter()
+        parts.append(np.asarray(embedder.embed_batch(texts[lo : lo + batch]), dtype=np.float32))
+        embed_s += time.perf_counter() - started
         chunk = [Candidate(text=t) for t in texts[lo : lo + batch]]
+        started = time.perf_counter()
         outcomes = await many.remember_many(chunk, dedupe=True)
+        many_s += time.perf_counter() - started
         stored_many += sum(o.status == "stored" for o in outcomes)
-        progress(len(chunk))
-    many_s = time.perf_counter() - started
+        progress(2 * len(chunk))
+    vectors = np.vstack(parts)
     one = memory("one")
     started = time.perf_counter()
     stored_one = 0
@@ -107,13 +114,16 @@ async def run_ingest(
     one_s = time.perf_counter() - started
     upsert_s = _upsert(store, memory("upsert").namespace, texts, vectors, clock, progress)
     said = list(turns) if turns is not None else _as_turns(texts, clock.now())
-    turns_embed_s, _ = _embed_alone(embedder, [turn_text(t) for t in said], batch, progress)
     spoken = memory("turns")
-    started = time.perf_counter()
+    turns_embed_s = turns_s = 0.0
     for lo in range(0, len(said), batch):
+        started = time.perf_counter()
+        embedder.embed_batch([turn_text(t) for t in said[lo : lo + batch]])
+        turns_embed_s += time.perf_counter() - started
+        started = time.perf_counter()
         await spoken.remember_turns(said[lo : lo + batch])
-        progress(len(said[lo : lo + batch]))
-    turns_s = time.perf_counter() - started
+        turns_s += time.perf_counter() - started
+        progress(2 * len(said[lo : lo + batch]))
     return IngestResult(
         texts=name,
         n=len(texts),
@@ -138,17 +148,6 @@ def _as_turns(texts: Sequence[str], now: float) -> list[Turn]:
 
 def _rate(n: int, seconds: float) -> float:
     return round(n / seconds, 1) if seconds > 0 else 0.0
-
-
-def _embed_alone(
-    embedder: Embedder, texts: Sequence[str], batch: int, progress: Callable[[int], None]
-) -> tuple[float, npt.NDArray[np.float32]]:
-    parts = []
-    started = time.perf_counter()
-    for lo in range(0, len(texts), batch):
-        parts.append(np.asarray(embedder.embed_batch(texts[lo : lo + batch]), dtype=np.float32))
-        progress(len(parts[-1]))
-    return time.perf_counter() - started, np.vstack(parts)
 
 
 def _upsert(
