@@ -34,6 +34,7 @@ from memstack.server.schemas import (
     hit_out,
     knowledge_hit_out,
     memory_out,
+    page_out,
 )
 from memstack.server.services import Services
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_SEARCH_LIMIT
@@ -183,12 +184,7 @@ def _memory_tools(
                 limit=limit,
                 offset=offset,
             )
-        return MemoryPageOut(
-            memories=[memory_out(m) for m in page.memories],
-            total=page.total,
-            limit=page.limit,
-            offset=page.offset,
-        )
+        return page_out(page)
 
     @server.tool(description="One memory by its id.", annotations=read_only)
     async def get_memory(memory_id: MemoryId) -> MemoryOut:

@@ -39,6 +39,7 @@ from memstack.server.schemas import (
     hit_out,
     knowledge_hit_out,
     memory_out,
+    page_out,
 )
 from memstack.server.services import Services
 from memstack.service import knowledge as kb
@@ -104,12 +105,7 @@ def _memory_routes(services: Services) -> APIRouter:
             limit=limit,
             offset=offset,
         )
-        return MemoryPageOut(
-            memories=[memory_out(m) for m in page.memories],
-            total=page.total,
-            limit=page.limit,
-            offset=page.offset,
-        )
+        return page_out(page)
 
     @router.delete("/memories", responses=error_responses(*_ALWAYS, 403, 422))
     async def delete_memories(

@@ -26,7 +26,7 @@ from memstack.service.knowledge import (
     Document,
     KnowledgeHit,
 )
-from memstack.service.memories import SearchHit
+from memstack.service.memories import MemoryPage, SearchHit
 from memstack.service.prompt import PromptContext
 from memstack.service.types import MAX_KEY_CHARS, MAX_VALUE_CHARS, Memory
 
@@ -291,6 +291,15 @@ def memory_out(memory: Memory) -> MemoryOut:
         expires_at=None if memory.expires_at is None else iso(memory.expires_at),
         created_at=iso(memory.created_at),
         updated_at=iso(memory.updated_at),
+    )
+
+
+def page_out(page: MemoryPage) -> MemoryPageOut:
+    return MemoryPageOut(
+        memories=[memory_out(m) for m in page.memories],
+        total=page.total,
+        limit=page.limit,
+        offset=page.offset,
     )
 
 
