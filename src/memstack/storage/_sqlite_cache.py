@@ -24,7 +24,7 @@ from typing import Final
 
 from memstack.storage._keywords import KeywordIndex
 from memstack.storage._vector_rows import VectorRows, load_rows
-from memstack.storage.types import Record
+from memstack.storage.types import Record, keyword_text
 
 __all__ = ["CacheDiff", "NamespaceCache", "namespace_version"]
 
@@ -167,7 +167,7 @@ def _load_words(conn: sqlite3.Connection, namespace: str) -> KeywordIndex[str]:
     )
     while batch := cursor.fetchmany(_FETCH):
         for id, text, context, expires_at in batch:
-            words.put(id, text if not context else f"{text}\n{context}", expires_at)
+            words.put(id, keyword_text(text, context), expires_at)
     return words
 
 

@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from memstack._json import JSON
 
-__all__ = ["Filter", "Order", "Record", "ScoredRecord", "Vector"]
+__all__ = ["Filter", "Order", "Record", "ScoredRecord", "Vector", "keyword_text"]
 
 Vector = npt.NDArray[np.float32]
 """A 1-D float32 embedding."""
@@ -46,7 +46,12 @@ class Record:
 
     def keyword_text(self) -> str:
         """What keyword search indexes: the text, then the context."""
-        return self.text if not self.context else f"{self.text}\n{self.context}"
+        return keyword_text(self.text, self.context)
+
+
+def keyword_text(text: str, context: str | None) -> str:
+    """What keyword search indexes of a record: its text, then its context."""
+    return text if not context else f"{text}\n{context}"
 
 
 @dataclass(frozen=True, kw_only=True)
