@@ -464,11 +464,11 @@ class MemoryService:
         session_id: str | None = None,
         budget_chars: int = 8_000,
     ) -> str:
-        """The ``<memories>`` block for an agent's system prompt (``""`` when empty)."""
-        from memstack.service.render import render_memories
-
-        memories = await self.context(principal, agent_id=agent_id, session_id=session_id)
-        return render_memories(memories, budget_chars=budget_chars)
+        """The ``<memories>`` block of ``prompt_context`` alone (``""`` when empty)."""
+        found = await self.prompt_context(
+            principal, agent_id=agent_id, session_id=session_id, budget=budget_chars
+        )
+        return found.memories_block
 
     # -- lifecycle ---------------------------------------------------------------------
 
