@@ -179,7 +179,7 @@ def running_redis() -> Iterator[RedisServer]:
 def _start_redis(binary: Path, work_dir: Path) -> RedisServer:
     """Start the server on a free loopback port (retrying if another process takes it)."""
     for _ in range(_START_ATTEMPTS):
-        port = _free_port()
+        port = free_port()
         with (work_dir / "output.log").open("ab") as output:
             process = subprocess.Popen(
                 [str(binary), *_redis_args(port, work_dir)],
@@ -297,7 +297,7 @@ def _start(account: _Account, bin_dir: Path, data_dir: Path) -> int:
     base_conf = conf.read_text()
     error: Exception | None = None
     for _ in range(_START_ATTEMPTS):
-        port = _free_port()
+        port = free_port()
         conf.write_text(base_conf + _SETTINGS.format(port=port))
         try:
             _run(account, bin_dir / "pg_ctl", "-D", data_dir, "-l", log, "-w", "-t", "60", "start")
@@ -326,7 +326,8 @@ def _kill_postmaster(data_dir: Path) -> None:
         time.sleep(0.2)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]

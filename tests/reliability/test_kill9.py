@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ import httpx
 
 from memstack.server.services import open_records
 from memstack.service.api_keys import ApiKeys
+from tests.servers import free_port
 
 CYCLES = 3
 WRITERS = 6
@@ -54,15 +54,9 @@ class Server:
     process: subprocess.Popen[bytes]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def _serving(db: Path, key: str, log: Path) -> Iterator[Server]:
-    port = _free_port()
+    port = free_port()
     env = {
         k: v
         for k, v in os.environ.items()

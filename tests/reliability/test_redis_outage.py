@@ -36,7 +36,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstack.cli import main
-from tests.servers import _free_port, _redis_answers, redis_server_binary
+from tests.servers import _redis_answers, free_port, redis_server_binary
 
 AGENTS = 6
 STM_MAX = 12
@@ -87,7 +87,7 @@ class Redis:
 @contextmanager
 def redis_server(*, persistent: bool) -> Iterator[Redis]:
     work_dir = Path(tempfile.mkdtemp(prefix="memstack-outage-redis-"))
-    server = Redis(port=_free_port(), work_dir=work_dir, persistent=persistent)
+    server = Redis(port=free_port(), work_dir=work_dir, persistent=persistent)
     try:
         server.start()
         yield server
@@ -105,7 +105,7 @@ def memstack_serve(redis_url: str, workers: int, tmp: Path) -> Iterator[httpx.Cl
     )
     assert created.exit_code == 0, created.output
     key = json.loads(created.stdout)["key"]
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSTACK_", "STM_", "LTM_"))}
     env |= {"MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash", "STM_MAX_ENTRIES": str(STM_MAX)}
     command = [sys.executable, "-m", "memstack", "serve", "--workers", str(workers)]

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstack.cli import main
+from tests.servers import free_port
 
 
 def test_keys_create_list_revoke(tmp_path: Path):
@@ -41,14 +42,8 @@ def test_keys_bad_input(tmp_path: Path):
     assert missing.exit_code == 1 and "no API key" in missing.output
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_serve_creates_a_key_on_first_start_and_serves(tmp_path: Path):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash", "PYTHONUNBUFFERED": "1"}
     env.pop("MEMSTACK_POSTGRES_URL", None)
     env.pop("MEMSTACK_REDIS_URL", None)

@@ -2,7 +2,6 @@
 connection runs ``synchronous=FULL``; without it, ``NORMAL`` with WAL."""
 
 import os
-import socket
 from pathlib import Path
 
 import pytest
@@ -15,12 +14,7 @@ from memstack.errors import ConfigError
 from memstack.server.app import create_app_from_env
 from memstack.server.settings import ServerSettings
 from memstack.storage.sqlite import SQLiteRecordStore
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.servers import free_port
 
 
 @pytest.mark.parametrize(
@@ -51,7 +45,7 @@ def test_serve_runs_the_pragma_it_was_asked_for(
         monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(
         main,
-        ["serve", "--db", str(tmp_path / "s.db"), "--port", str(_free_port()), *args],
+        ["serve", "--db", str(tmp_path / "s.db"), "--port", str(free_port()), *args],
         env={**env, "MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash"},
     )
     assert result.exit_code == 0, result.output

@@ -3,7 +3,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from memstack.cli import main
 from memstack.embeddings import BatchingEmbedder, CachedEmbedder, EmbeddingSettings, HashEmbedder
 from memstack.server.services import open_services
 from memstack.server.settings import ServerSettings
+from tests.servers import free_port
 
 
 def test_settings_survive_the_trip_through_the_environment(tmp_path: Path):
@@ -60,12 +60,6 @@ def test_an_embedder_the_services_build_is_batched_and_cached(tmp_path: Path):
     finally:
         built.close()
         passed_in.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _worker_pids(parent: int, count: int) -> list[int]:
@@ -120,7 +114,7 @@ def served(tmp_path: Path, redis_url: str) -> Iterator[Served]:
     )
     assert created.exit_code == 0, created.output
     key = json.loads(created.stdout)["key"]
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash", "PYTHONUNBUFFERED": "1"}
     for name in ("MEMSTACK_POSTGRES_URL", "MEMSTACK_REDIS_URL", "MEMSTACK_WORKERS"):
         env.pop(name, None)

@@ -19,7 +19,7 @@ from memstack.errors import ConfigError, InvalidInput, StoreUnavailable
 from memstack.service.stm import InProcessTier, ShortTermTier
 from memstack.service.stm_redis import STATE_TTL_S, KeyLayout, RedisTier
 from memstack.service.types import GLOBAL_BUCKET, Memory, Scope, memory_id
-from tests.servers import _free_port, running_redis
+from tests.servers import free_port, running_redis
 
 T0 = 1_700_000_000.0
 TIERS = ["inprocess", "redis"]
@@ -554,7 +554,7 @@ def test_a_hung_redis_fails_after_the_timeout_instead_of_hanging() -> None:
     ],
 )
 def test_from_url_with_a_bad_url_or_port(url: str, error: type[Exception], message: str) -> None:
-    free = _free_port()
+    free = free_port()
     with pytest.raises(error, match=message.format(free=free)):
         tier = RedisTier.from_url(url.format(free=free))
         try:
@@ -564,7 +564,7 @@ def test_from_url_with_a_bad_url_or_port(url: str, error: type[Exception], messa
 
 
 def test_error_messages_never_show_the_password() -> None:
-    tier = RedisTier.from_url(f"redis://user:s3cret@127.0.0.1:{_free_port()}/0")
+    tier = RedisTier.from_url(f"redis://user:s3cret@127.0.0.1:{free_port()}/0")
     try:
         with pytest.raises(StoreUnavailable) as info:
             tier.ping()
