@@ -45,6 +45,7 @@ from memstack.server.services import Services
 from memstack.service import knowledge as kb
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET
 from memstack.service.principal import Principal
+from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
 
 __all__ = ["api_routes", "health_route"]
 
@@ -159,7 +160,7 @@ def _memory_routes(services: Services) -> APIRouter:
         agent_id: IdParam,
         session_id: IdParam | None = None,
         query: Annotated[str | None, Query(min_length=1, max_length=4000)] = None,
-        budget: Annotated[int, Query(ge=200, le=200_000)] = 8_000,
+        budget: Annotated[int, Query(ge=MIN_BUDGET, le=MAX_BUDGET)] = 8_000,
     ) -> ContextOut:
         """What to inject before the agent runs: the ``<memories>`` block and, for a
         query, the ``<knowledge>`` block."""
