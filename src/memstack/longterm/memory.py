@@ -250,61 +250,65 @@ class LongTermMemory:
         return await asyncio.to_thread(self._remember_turns, checked, context_radius)
 
     def _remember_turns(self, turns: list[Turn], radius: int) -> list[RememberOutcome]:
-        outcomes: list[RememberOutcome] = []
+        texts = [turn_text(turn) for turn in turns]
+        outcomes: list[RememberOutcome | None] = [None] * len(turns)
         kept: list[int] = []
-        for i, turn in enumerate(turns):
-            text = turn_text(turn)
+        for i, (turn, text) in enumerate(zip(turns, texts, strict=True)):
             found = find_secret({"text": text, "metadata": turn.metadata})
-            kind = None if found is None else found.kind
-            outcomes.append(RememberOutcome(status="secret", text=text, secret_kind=kind))
             if found is None:
                 kept.append(i)
-        if not kept:
-            return outcomes
-        vectors = self.embedder.embed_batch([turn_text(turns[i]) for i in kept])
-        now = self.clock.now()
-        sessions: dict[str, list[int]] = {}
-        for row, i in enumerate(kept):
-            sessions.setdefault(turns[i].session_id, []).append(row)
-        upserts: list[Record] = []
-        for session_id, rows in sessions.items():
-            session = self._session_turns(session_id)
-            at = {record.id: n for n, record in enumerate(session)}
-            changed: set[int] = set()
-            seq = 1 + max((_seq(r) for r in session), default=-1)
-            for row in rows:
-                turn = turns[kept[row]]
-                record = Record(
-                    id=turn.id or uuid.uuid4().hex,
-                    namespace=self.namespace,
-                    text=turn_text(turn),
-                    kind="event",
-                    metadata={
-                        **turn.metadata,
-                        "speaker": turn.speaker,
-                        "session_id": session_id,
-                        "turn_seq": seq,
-                    },
-                    created_at=float(turn.time),
-                    updated_at=now,
-                    embedding=vectors[row],
-                )
-                if record.id in at:  # the same turn again: replaced where it stood
-                    n = at[record.id]
-                    session[n] = replace(
-                        record, metadata={**record.metadata, "turn_seq": _seq(session[n])}
-                    )
-                else:
-                    n = at[record.id] = len(session)
-                    session.append(record)
-                    seq += 1
-                changed.update(range(max(0, n - radius), min(len(session), n + radius + 1)))
-                outcomes[kept[row]] = RememberOutcome(
-                    status="stored", text=record.text, id=record.id
-                )
-            upserts.extend(with_context(session, sorted(changed), radius))
-        self.store.write(upserts=upserts, caps=self._caps(), model_id=self.embedder.model_id)
-        return outcomes
+            else:
+                outcomes[i] = RememberOutcome(status="secret", text=text, secret_kind=found.kind)
+        if kept:
+            vectors = self.embedder.embed_batch([texts[i] for i in kept])
+            now = self.clock.now()
+            records = [
+                self._turn_record(turns[i], texts[i], vectors[row], now)
+                for row, i in enumerate(kept)
+            ]
+            sessions: dict[str, list[Record]] = {}
+            for record, i in zip(records, kept, strict=True):
+                sessions.setdefault(turns[i].session_id, []).append(record)
+                outcomes[i] = RememberOutcome(status="stored", text=texts[i], id=record.id)
+            upserts = [
+                r
+                for session_id, new in sessions.items()
+                for r in self._placed(session_id, new, radius)
+            ]
+            self.store.write(upserts=upserts, caps=self._caps(), model_id=self.embedder.model_id)
+        return [o for o in outcomes if o is not None]
+
+    def _turn_record(self, turn: Turn, text: str, vector: np.ndarray, now: float) -> Record:
+        """A turn as the memory it becomes (its ``turn_seq`` is set by ``_placed``)."""
+        return Record(
+            id=turn.id or uuid.uuid4().hex,
+            namespace=self.namespace,
+            text=text,
+            kind="event",
+            metadata={**turn.metadata, "speaker": turn.speaker, "session_id": turn.session_id},
+            created_at=float(turn.time),
+            updated_at=now,
+            embedding=vector,
+        )
+
+    def _placed(self, session_id: str, new: list[Record], radius: int) -> list[Record]:
+        """``new`` turns placed after the session's stored ones (a turn sent again keeps its
+        place and number), with every turn whose neighbours changed, context made anew."""
+        session = self._session_turns(session_id)
+        at = {record.id: n for n, record in enumerate(session)}
+        seq = 1 + max((_seq(r) for r in session), default=-1)
+        changed: set[int] = set()
+        for record in new:
+            n = at.get(record.id)
+            if n is None:
+                n = at[record.id] = len(session)
+                session.append(record)
+                number, seq = seq, seq + 1
+            else:
+                number = _seq(session[n])
+            session[n] = replace(record, metadata={**record.metadata, "turn_seq": number})
+            changed.update(range(max(0, n - radius), min(len(session), n + radius + 1)))
+        return with_context(session, sorted(changed), radius)
 
     def _session_turns(self, session_id: str) -> list[Record]:
         """The stored turns of a session (its latest ``MAX_SESSION_SCAN``), in arrival order."""
