@@ -41,7 +41,7 @@ def key(record: Record) -> tuple[Any, ...]:
 
 def snapshot(store: RecordStore, namespaces: list[str]) -> list[tuple[Any, ...]]:
     """Every stored record of these namespaces, expired ones too."""
-    everything = Filter(include_expired=True)
+    everything = Filter(include_expired=True, include_superseded=True)
     return [
         key(r)
         for ns in namespaces

@@ -58,7 +58,9 @@ def quote_schema(schema: str) -> str:
 def columns() -> str:
     return (
         "r.namespace, r.id, r.text, r.metadata, r.kind, r.importance, r.created_at,"
-        " r.updated_at, r.last_accessed_at, r.expires_at, r.embedding, r.context"
+        " r.updated_at, r.last_accessed_at, r.expires_at, r.embedding, r.context,"
+        " r.valid_from, r.valid_to, r.superseded_by, r.closed_reason, r.provenance,"
+        " r.provenance_detail"
     )
 
 
@@ -66,15 +68,23 @@ def upsert_sql(schema: str) -> str:
     return f"""
 INSERT INTO {schema}.records (namespace, id, text, metadata, kind, importance, created_at,
                               updated_at, last_accessed_at, expires_at, embedding, dim,
-                              context)
-VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %b, %s, %s)
+                              context, valid_from, valid_to, superseded_by, closed_reason,
+                              provenance, provenance_detail)
+VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %b, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (namespace, id) DO UPDATE SET
     text = EXCLUDED.text, metadata = EXCLUDED.metadata, kind = EXCLUDED.kind,
     importance = EXCLUDED.importance, created_at = EXCLUDED.created_at,
     updated_at = EXCLUDED.updated_at, last_accessed_at = EXCLUDED.last_accessed_at,
     expires_at = EXCLUDED.expires_at, embedding = EXCLUDED.embedding, dim = EXCLUDED.dim,
-    context = EXCLUDED.context
+    context = EXCLUDED.context, valid_from = EXCLUDED.valid_from,
+    valid_to = EXCLUDED.valid_to, superseded_by = EXCLUDED.superseded_by,
+    closed_reason = EXCLUDED.closed_reason, provenance = EXCLUDED.provenance,
+    provenance_detail = EXCLUDED.provenance_detail
 """
+
+
+CURRENT = "(r.valid_to IS NULL OR r.valid_to > %s)"
+"""A record valid at ``%s`` (now): not closed, or closed only later."""
 
 
 def where(namespace: str, wanted: Filter, now: float) -> tuple[str, list[Any]]:
@@ -84,6 +94,15 @@ def where(namespace: str, wanted: Filter, now: float) -> tuple[str, list[Any]]:
     if not wanted.include_expired:
         conds.append("(r.expires_at IS NULL OR r.expires_at > %s)")
         params.append(now)
+    if wanted.as_of is not None:
+        conds.append(f"coalesce(r.valid_from, r.created_at) <= %s AND {CURRENT}")
+        params.extend([wanted.as_of, wanted.as_of])
+    elif not wanted.include_superseded:
+        conds.append(CURRENT)
+        params.append(now)
+    if wanted.provenances is not None:
+        conds.append("r.provenance = ANY(%s::text[])")
+        params.append(list(wanted.provenances))
     if wanted.kinds is not None:
         conds.append("r.kind = ANY(%s::text[])")
         params.append(list(wanted.kinds))
@@ -194,6 +213,12 @@ def record_params(record: Record) -> tuple[Any, ...]:
         embedding,
         None if embedding is None else int(embedding.shape[0]),
         record.context,
+        record.valid_from,
+        record.valid_to,
+        record.superseded_by,
+        record.closed_reason,
+        record.provenance,
+        record.provenance_detail,
     )
 
 
@@ -214,6 +239,12 @@ def record_from_row(row: Sequence[Any]) -> Record:
         expires_at=row[9],
         embedding=None if row[10] is None else _array(row[10]),
         context=row[11],
+        valid_from=row[12],
+        valid_to=row[13],
+        superseded_by=row[14],
+        closed_reason=row[15],
+        provenance=row[16],
+        provenance_detail=row[17],
     )
 
 

@@ -24,6 +24,9 @@ Choices:
   16 ms for 5 ids at 100; 93% and 0.5 ms at 75 (54% at 80); the table grows 35%.
 - ``namespace_info`` (2) keeps each namespace's embedding dimension and model.
 - ``tsv`` is generated from ``text`` with the ``english`` configuration and GIN-indexed.
+- validity and provenance (6): ``valid_from``, ``valid_to`` (NULL while current),
+  ``superseded_by``, ``closed_reason``, ``provenance``, ``provenance_detail``; a partial
+  index finds a namespace's closed records.
 """
 
 from __future__ import annotations
@@ -105,5 +108,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE {schema}.records ADD COLUMN tsv tsvector GENERATED ALWAYS AS"
         " (to_tsvector('english'::regconfig, text || ' ' || coalesce(context, ''))) STORED",
         "CREATE INDEX records_tsv ON {schema}.records USING gin (tsv)",
+    ),
+    (
+        # Validity and provenance (issue 15); a NULL valid_from means since created_at.
+        "ALTER TABLE {schema}.records ADD COLUMN valid_from double precision,"
+        " ADD COLUMN valid_to double precision, ADD COLUMN superseded_by text,"
+        " ADD COLUMN closed_reason text, ADD COLUMN provenance text,"
+        " ADD COLUMN provenance_detail text",
+        "CREATE INDEX records_ns_closed ON {schema}.records (namespace, valid_to)"
+        " WHERE valid_to IS NOT NULL",
     ),
 )

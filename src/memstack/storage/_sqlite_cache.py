@@ -1,7 +1,10 @@
 """Per-namespace search indexes of the SQLite backend, cached in process: the vector
 matrix (``VectorRows``) of its exact vector search and the ``KeywordIndex`` of its BM25.
 
-Each is loaded on the first search that needs it. Why not sqlite-vec: the stdlib
+Each is loaded on the first search that needs it. Both hold every row of the namespace,
+closed versions too, each with the time it stops being returned by default
+(``Record.hidden_at``): default searches mask by it; searches that ask for history
+(``Filter.narrows``) take the rows the database selects. Why not sqlite-vec: the stdlib
 ``sqlite3`` here cannot load extensions, and on this machine an exact numpy scan over a
 cached float32 matrix measured about 5 ms at 100k vectors against about 35 ms for
 sqlite-vec. The scan is also exact, so filters never cost recall. Why not FTS5's
@@ -29,6 +32,12 @@ from memstack.storage.types import Record, keyword_text
 __all__ = ["CacheDiff", "NamespaceCache", "namespace_version"]
 
 _FETCH = 1_000
+_HIDDEN_AT: Final = (
+    "CASE WHEN valid_to IS NULL THEN expires_at WHEN expires_at IS NULL THEN valid_to"
+    " ELSE min(expires_at, valid_to) END"
+)
+"""``Record.hidden_at`` in SQL: when default reads stop returning a row. The indexes mask
+rows by it, so a closed version costs a search nothing but its slot."""
 
 
 def namespace_version(conn: sqlite3.Connection, namespace: str) -> int:
@@ -146,7 +155,7 @@ class NamespaceCache:
 
 def _put(entry: _Entry, record: Record) -> None:
     if entry.words is not None:
-        entry.words.put(record.id, record.keyword_text(), record.expires_at)
+        entry.words.put(record.id, record.keyword_text(), record.hidden_at)
     if entry.rows is _UNLOADED:
         return
     if record.embedding is None:
@@ -156,13 +165,13 @@ def _put(entry: _Entry, record: Record) -> None:
     if entry.rows is None:
         entry.rows = VectorRows(record.embedding.shape[0])
     assert isinstance(entry.rows, VectorRows)
-    entry.rows.put(record.id, record.embedding, record.expires_at)
+    entry.rows.put(record.id, record.embedding, record.hidden_at)
 
 
 def _load_words(conn: sqlite3.Connection, namespace: str) -> KeywordIndex[str]:
     words: KeywordIndex[str] = KeywordIndex()
     cursor = conn.execute(
-        "SELECT id, text, context, expires_at FROM records WHERE namespace = ? ORDER BY pk",
+        f"SELECT id, text, context, {_HIDDEN_AT} FROM records WHERE namespace = ? ORDER BY pk",
         (namespace,),
     )
     while batch := cursor.fetchmany(_FETCH):
@@ -180,7 +189,7 @@ def _load_rows(conn: sqlite3.Connection, namespace: str) -> VectorRows[str] | No
     if count == 0:
         return None
     cursor = conn.execute(
-        "SELECT id, embedding, expires_at FROM records"
+        f"SELECT id, embedding, {_HIDDEN_AT} FROM records"
         " WHERE namespace = ? AND embedding IS NOT NULL ORDER BY pk",
         (namespace,),
     )

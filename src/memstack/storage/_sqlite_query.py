@@ -31,7 +31,8 @@ __all__ = [
 
 COLUMNS = (
     "r.pk, r.namespace, r.id, r.text, r.metadata, r.kind, r.importance, r.created_at,"
-    " r.updated_at, r.last_accessed_at, r.expires_at, r.embedding, r.context"
+    " r.updated_at, r.last_accessed_at, r.expires_at, r.embedding, r.context, r.valid_from,"
+    " r.valid_to, r.superseded_by, r.closed_reason, r.provenance, r.provenance_detail"
 )
 
 ORDER_BY: dict[Order, str] = {
@@ -42,15 +43,23 @@ ORDER_BY: dict[Order, str] = {
 
 UPSERT = """
 INSERT INTO records (namespace, id, text, metadata, kind, importance, created_at,
-                     updated_at, last_accessed_at, expires_at, embedding, dim, context)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     updated_at, last_accessed_at, expires_at, embedding, dim, context,
+                     valid_from, valid_to, superseded_by, closed_reason, provenance,
+                     provenance_detail)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (namespace, id) DO UPDATE SET
     text = excluded.text, metadata = excluded.metadata, kind = excluded.kind,
     importance = excluded.importance, created_at = excluded.created_at,
     updated_at = excluded.updated_at, last_accessed_at = excluded.last_accessed_at,
     expires_at = excluded.expires_at, embedding = excluded.embedding, dim = excluded.dim,
-    context = excluded.context
+    context = excluded.context, valid_from = excluded.valid_from,
+    valid_to = excluded.valid_to, superseded_by = excluded.superseded_by,
+    closed_reason = excluded.closed_reason, provenance = excluded.provenance,
+    provenance_detail = excluded.provenance_detail
 """
+
+CURRENT = "(r.valid_to IS NULL OR r.valid_to > ?)"
+"""A record valid at ``?`` (now): not closed, or closed only later."""
 
 _INT64 = (-(2**63), 2**63 - 1)
 _LITTLE_ENDIAN = sys.byteorder == "little"
@@ -65,17 +74,24 @@ def json_list(values: Sequence[str]) -> str:
     return json.dumps(list(values), ensure_ascii=False)
 
 
-def where(namespace: str, wanted: Filter, now: float | None) -> tuple[str, list[Any]]:
-    """A WHERE clause (over alias ``r``) and its parameters.
-
-    ``now`` of ``None`` leaves out the expiry condition (the caller handles it).
-    """
+def where(namespace: str, wanted: Filter, now: float) -> tuple[str, list[Any]]:
+    """A WHERE clause (over alias ``r``) and its parameters."""
     conds = ["r.namespace = ?"]
     params: list[Any] = [namespace]
-    if now is not None and not wanted.include_expired:
+    if not wanted.include_expired:
         conds.append("(r.expires_at IS NULL OR r.expires_at > ?)")
         params.append(now)
-    for column, values in (("r.kind", wanted.kinds), ("r.id", wanted.ids)):
+    if wanted.as_of is not None:
+        conds.append(f"coalesce(r.valid_from, r.created_at) <= ? AND {CURRENT}")
+        params.extend([wanted.as_of, wanted.as_of])
+    elif not wanted.include_superseded:
+        conds.append(CURRENT)
+        params.append(now)
+    for column, values in (
+        ("r.kind", wanted.kinds),
+        ("r.id", wanted.ids),
+        ("r.provenance", wanted.provenances),
+    ):
         if values is not None:
             conds.append(f"{column} IN (SELECT value FROM json_each(?))")
             params.append(json_list(values))
@@ -125,6 +141,12 @@ def record_params(record: Record) -> tuple[Any, ...]:
         None if embedding is None else embedding.astype("<f4").tobytes(),
         None if embedding is None else int(embedding.shape[0]),
         record.context,
+        record.valid_from,
+        record.valid_to,
+        record.superseded_by,
+        record.closed_reason,
+        record.provenance,
+        record.provenance_detail,
     )
 
 
@@ -144,6 +166,12 @@ def record_from_row(row: Sequence[Any]) -> Record:
         expires_at=row[10],
         embedding=None if blob is None else decode_vector(blob),
         context=row[12],
+        valid_from=row[13],
+        valid_to=row[14],
+        superseded_by=row[15],
+        closed_reason=row[16],
+        provenance=row[17],
+        provenance_detail=row[18],
     )
 
 

@@ -9,11 +9,14 @@ caller's write transaction, so a schema change is all or nothing.
   notice writes made through any connection, in this process or another. Its rows are
   never deleted, so a count never goes back to a value a cache has seen.
 - ``records_fts`` (1) was dropped by 3, when keyword ranking moved in process.
-- ``records_fts`` (1) was dropped by 3, when keyword ranking moved in process.
 - ``namespace_info`` (2) keeps each namespace's embedding dimension and model, so a
   write checks them with one lookup instead of scanning records.
 - ``records.context`` (4): text that keyword search reads beside ``text`` (a turn's
   neighbours), never rendered as the memory.
+- validity and provenance (5): ``valid_from`` (NULL: since ``created_at``),
+  ``valid_to`` (NULL while current), ``superseded_by``, ``closed_reason``, ``provenance``,
+  ``provenance_detail``; a partial index finds a namespace's closed records (history, and
+  the ``keep_closed`` bound of caps).
 """
 
 from __future__ import annotations
@@ -84,6 +87,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "DROP TABLE records_fts",
     ),
     ("ALTER TABLE records ADD COLUMN context TEXT",),
+    (
+        "ALTER TABLE records ADD COLUMN valid_from REAL",
+        "ALTER TABLE records ADD COLUMN valid_to REAL",
+        "ALTER TABLE records ADD COLUMN superseded_by TEXT",
+        "ALTER TABLE records ADD COLUMN closed_reason TEXT",
+        "ALTER TABLE records ADD COLUMN provenance TEXT",
+        "ALTER TABLE records ADD COLUMN provenance_detail TEXT",
+        "CREATE INDEX records_ns_closed ON records (namespace, valid_to)"
+        " WHERE valid_to IS NOT NULL",
+    ),
 )
 
 

@@ -218,6 +218,16 @@ def check_filter(value: object) -> Filter:
     metadata = None
     if value.metadata is not None:
         metadata = check_metadata(value.metadata, "filter.metadata")
+    provenances = None
+    if value.provenances is not None:
+        provenances = tuple(check_ids(value.provenances, "filter.provenances"))
+    as_of = check_optional_time(value.as_of, "filter.as_of")
+    if as_of is not None and value.include_superseded:
+        raise InvalidInput(
+            "filter.as_of and filter.include_superseded exclude each other: as_of shows "
+            "what was valid at one moment, include_superseded every version; pick one.",
+            field="filter.as_of",
+        )
     return Filter(
         kinds=kinds,
         metadata=metadata,
@@ -225,6 +235,9 @@ def check_filter(value: object) -> Filter:
         created_before=check_optional_time(value.created_before, "filter.created_before"),
         ids=ids,
         include_expired=bool(value.include_expired),
+        as_of=as_of,
+        include_superseded=bool(value.include_superseded),
+        provenances=provenances,
     )
 
 
@@ -242,6 +255,16 @@ def check_record(record: object, field: str) -> Record:
             field=f"{field}.importance",
         )
     kind = record.kind
+    created_at = check_time(record.created_at, f"{field}.created_at")
+    valid_from = check_optional_time(record.valid_from, f"{field}.valid_from")
+    valid_to = check_optional_time(record.valid_to, f"{field}.valid_to")
+    start = created_at if valid_from is None else valid_from
+    if valid_to is not None and valid_to < start:
+        raise InvalidInput(
+            f"{field}.valid_to ({valid_to}) is before its valid_from ({start}); a "
+            "record stops being valid after it starts.",
+            field=f"{field}.valid_to",
+        )
     return Record(
         id=check_key(record.id, f"{field}.id"),
         namespace=check_key(record.namespace, f"{field}.namespace"),
@@ -249,7 +272,7 @@ def check_record(record: object, field: str) -> Record:
         metadata=check_metadata(record.metadata, f"{field}.metadata"),
         kind=None if kind is None else check_key(kind, f"{field}.kind"),
         importance=float(importance),
-        created_at=check_time(record.created_at, f"{field}.created_at"),
+        created_at=created_at,
         updated_at=check_time(record.updated_at, f"{field}.updated_at"),
         last_accessed_at=check_optional_time(record.last_accessed_at, f"{field}.last_accessed_at"),
         expires_at=check_optional_time(record.expires_at, f"{field}.expires_at"),
@@ -259,7 +282,17 @@ def check_record(record: object, field: str) -> Record:
             else check_vector(record.embedding, f"{field}.embedding")
         ),
         context=None if record.context is None else check_text(record.context, f"{field}.context"),
+        valid_from=valid_from,
+        valid_to=valid_to,
+        superseded_by=_optional_key(record.superseded_by, f"{field}.superseded_by"),
+        closed_reason=_optional_key(record.closed_reason, f"{field}.closed_reason"),
+        provenance=_optional_key(record.provenance, f"{field}.provenance"),
+        provenance_detail=_optional_key(record.provenance_detail, f"{field}.provenance_detail"),
     )
+
+
+def _optional_key(value: object, field: str) -> str | None:
+    return None if value is None else check_key(value, field)
 
 
 def check_batch(records: object) -> Batch:

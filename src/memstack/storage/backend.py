@@ -62,11 +62,16 @@ class ModelClaim:
 
 @dataclass(frozen=True, kw_only=True)
 class Cap:
-    """Keep at most ``keep`` unexpired records in ``namespace``; evict the lowest
-    ``retention`` first (ties: oldest ``created_at``, then smallest id).
+    """Keep at most ``keep`` current, unexpired records in ``namespace``; evict the lowest
+    ``retention`` first (ties: oldest ``created_at``, then smallest id). Closed records
+    (superseded, deleted, evicted: history) never count.
 
     With both weights 0 that is oldest-first. The ids evicted are also deleted from each
     namespace of ``also_from`` (an index kept beside the records), in the same transaction.
+
+    ``close=True`` keeps what it evicts as history: each victim's ``valid_to`` is set to
+    now with ``closed_reason="evicted"`` instead of being deleted. ``keep_closed`` bounds
+    that history: the closed records beyond it, earliest ``valid_to`` first, are deleted.
     """
 
     namespace: str
@@ -75,6 +80,8 @@ class Cap:
     importance_weight: float = 0.0
     half_life_days: float = 30.0
     also_from: tuple[str, ...] = ()
+    close: bool = False
+    keep_closed: int | None = None
 
 
 def retention(cap: Cap, record: Record, now: float) -> float:

@@ -123,7 +123,8 @@ class RecordStore:
     # -- reads --------------------------------------------------------------------
 
     def get(self, namespace: NamespaceLike, ids: Sequence[str]) -> builtins.list[Record]:
-        """The records with these ids that exist, in the order asked, without repeats."""
+        """The unexpired records with these ids, in the order asked, without repeats;
+        closed versions too (asking by id is asking for that version)."""
         name = _name(namespace)
         wanted = check.check_ids(ids)
         if not wanted:
@@ -305,8 +306,18 @@ def _checked_cap(cap: object) -> Cap:
     half_life = check.check_number(cap.half_life_days, "cap.half_life_days")
     if half_life <= 0:
         raise InvalidInput("cap.half_life_days must be > 0.", field="cap.half_life_days")
+    keep_closed = cap.keep_closed
+    if keep_closed is not None and (
+        isinstance(keep_closed, bool) or not isinstance(keep_closed, int) or keep_closed < 0
+    ):
+        raise InvalidInput(
+            f"cap.keep_closed must be an int >= 0 or None; got {keep_closed!r}.",
+            field="cap.keep_closed",
+        )
     return Cap(
         namespace=_name(cap.namespace),
+        close=bool(cap.close),
+        keep_closed=keep_closed,
         keep=keep,
         recency_weight=check.check_number(cap.recency_weight, "cap.recency_weight"),
         importance_weight=check.check_number(cap.importance_weight, "cap.importance_weight"),

@@ -17,7 +17,7 @@ from memstack.clock import Clock
 from memstack.errors import ConfigError
 from memstack.storage import _validate as check
 from memstack.storage._keywords import KeywordIndex
-from memstack.storage._vector_rows import VectorRows
+from memstack.storage._vector_rows import Mask, VectorRows
 from memstack.storage.backend import (
     Cap,
     Matrix,
@@ -50,8 +50,8 @@ class _Space:
         if record.embedding is not None:
             if self.vectors is None:
                 self.vectors = VectorRows(record.embedding.shape[0])
-            self.vectors.put(record.id, record.embedding, record.expires_at)
-        self.words.put(record.id, record.keyword_text(), record.expires_at)
+            self.vectors.put(record.id, record.embedding, record.hidden_at)
+        self.words.put(record.id, record.keyword_text(), record.hidden_at)
 
     def remove(self, id: str) -> Record | None:
         record = self.records.pop(id, None)
@@ -101,7 +101,8 @@ class InMemoryBackend:
         with self._lock:
             space = self._spaces.get(namespace)
             found = [space.records[i] for i in ids if i in space.records] if space else []
-        return [_copy(r) for r in found if _matches(r, Filter(include_expired=expired), now)]
+        wanted = Filter(include_expired=expired, include_superseded=True)
+        return [_copy(r) for r in found if _matches(r, wanted, now)]
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
         rows = self._visible(namespace, wanted, now)
@@ -122,12 +123,13 @@ class InMemoryBackend:
             if space is None or space.vectors is None:
                 return []
             vectors = space.vectors
-            allowed = None if wanted.include_expired else vectors.live(now)
+            allowed: Mask | None
             if wanted.narrows:
-                keep = vectors.where_keys(
+                allowed = vectors.where_keys(
                     [i for i in vectors.live_keys() if _matches(space.records[i], wanted, now)]
                 )
-                allowed = keep if allowed is None else allowed & keep
+            else:
+                allowed = vectors.live(now)
             return vectors.search(query, k, allowed, exact=wanted.narrows)
 
     def nearest(
@@ -146,11 +148,10 @@ class InMemoryBackend:
             space = self._spaces.get(namespace)
             if space is None:
                 return []
-            allowed = None
             if wanted.narrows:
                 allowed = [i for i, r in space.records.items() if _matches(r, wanted, now)]
-            at = None if wanted.include_expired else now
-            return space.words.search(words, k, at, allowed)
+                return space.words.search(words, k, None, allowed)
+            return space.words.search(words, k, now, None)
 
     def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
         with self._lock:
@@ -235,12 +236,26 @@ class InMemoryBackend:
     def _evict(self, cap: Cap, now: float) -> builtins.list[str]:
         live = self._visible(cap.namespace, Filter(), now)
         excess = len(live) - cap.keep
-        if excess <= 0:
-            return []
-        live.sort(key=lambda r: (retention(cap, r, now), r.created_at, r.id))
-        doomed = [r.id for r in live[:excess]]
-        for namespace in (cap.namespace, *cap.also_from):
+        doomed: builtins.list[str] = []
+        if excess > 0:
+            live.sort(key=lambda r: (retention(cap, r, now), r.created_at, r.id))
+            doomed = [r.id for r in live[:excess]]
+        if doomed and cap.close:
+            space = self._space(cap.namespace)
+            for record in live[:excess]:
+                space.put(replace(record, valid_to=now, closed_reason="evicted"))
+        for namespace in cap.also_from if cap.close else (cap.namespace, *cap.also_from):
             self._remove(namespace, doomed)
+        if cap.keep_closed is not None:
+            closed = [
+                r
+                for r in self._visible(cap.namespace, Filter(include_superseded=True), now)
+                if r.valid_to is not None
+            ]
+            closed.sort(key=lambda r: (r.valid_to or 0.0, r.id))
+            self._remove(
+                cap.namespace, [r.id for r in closed[: max(0, len(closed) - cap.keep_closed)]]
+            )
         return doomed
 
     def _visible(self, namespace: str, wanted: Filter, now: float) -> builtins.list[Record]:
@@ -272,11 +287,26 @@ def _matches(record: Record, wanted: Filter, now: float) -> bool:
         return False
     if wanted.ids is not None and record.id not in wanted.ids:
         return False
+    if wanted.provenances is not None and record.provenance not in wanted.provenances:
+        return False
+    if not _valid(record, wanted, now):
+        return False
     if wanted.created_after is not None and not record.created_at > wanted.created_after:
         return False
     if wanted.created_before is not None and not record.created_at < wanted.created_before:
         return False
     return wanted.metadata is None or check.metadata_matches(record.metadata, wanted.metadata)
+
+
+def _valid(record: Record, wanted: Filter, now: float) -> bool:
+    """Whether ``record`` is one of the versions ``wanted`` asks for."""
+    if wanted.include_superseded:
+        return True
+    at = now if wanted.as_of is None else wanted.as_of
+    start = record.valid_from if record.valid_from is not None else record.created_at
+    if wanted.as_of is not None and start > at:
+        return False
+    return record.valid_to is None or record.valid_to > at
 
 
 def _copy(record: Record) -> Record:

@@ -213,36 +213,65 @@ class PostgresBackend:
         ).rowcount
 
     def _evict(self, conn: psycopg.Connection[Any], cap: Cap, now: float) -> builtins.list[str]:
-        """Delete the lowest-retention records beyond ``cap.keep``, chosen with a LIMIT."""
-        live = "namespace = %s AND (expires_at IS NULL OR expires_at > %s)"
+        """Evict the lowest-retention current records beyond ``cap.keep``, chosen with a
+        LIMIT: deleted, or closed as history (``cap.close``); then bound that history."""
+        live = (
+            "namespace = %s AND (expires_at IS NULL OR expires_at > %s)"
+            " AND (valid_to IS NULL OR valid_to > %s)"
+        )
         row = conn.execute(
-            f"SELECT count(*) FROM {self._schema}.records WHERE {live}", (cap.namespace, now)
+            f"SELECT count(*) FROM {self._schema}.records WHERE {live}",
+            (cap.namespace, now, now),
         ).fetchone()
         excess = (0 if row is None else int(row[0])) - cap.keep
-        if excess <= 0:
-            return []
-        doomed = [
-            str(r[0])
-            for r in conn.execute(
-                f"SELECT id FROM {self._schema}.records WHERE {live} ORDER BY"
-                " %s * power(0.5, greatest(0.0, %s - greatest(created_at,"
-                " coalesce(last_accessed_at, created_at))) / %s / %s) + %s * importance,"
-                ' created_at, id COLLATE "C" LIMIT %s',
-                (
-                    cap.namespace,
-                    now,
-                    cap.recency_weight,
-                    now,
-                    DAY_S,
-                    cap.half_life_days,
-                    cap.importance_weight,
-                    excess,
-                ),
-            ).fetchall()
-        ]
-        for namespace in (cap.namespace, *cap.also_from):
+        doomed: builtins.list[str] = []
+        if excess > 0:
+            doomed = [
+                str(r[0])
+                for r in conn.execute(
+                    f"SELECT id FROM {self._schema}.records WHERE {live} ORDER BY"
+                    " %s * power(0.5, greatest(0.0, %s - greatest(created_at,"
+                    " coalesce(last_accessed_at, created_at))) / %s / %s) + %s * importance,"
+                    ' created_at, id COLLATE "C" LIMIT %s',
+                    (
+                        cap.namespace,
+                        now,
+                        now,
+                        cap.recency_weight,
+                        now,
+                        DAY_S,
+                        cap.half_life_days,
+                        cap.importance_weight,
+                        excess,
+                    ),
+                ).fetchall()
+            ]
+        if doomed and cap.close:
+            conn.execute(
+                f"UPDATE {self._schema}.records SET valid_to = %s, closed_reason = 'evicted'"
+                " WHERE namespace = %s AND id = ANY(%s::text[])",
+                (now, cap.namespace, doomed),
+            )
+        for namespace in cap.also_from if cap.close else (cap.namespace, *cap.also_from):
             self._delete(conn, namespace, doomed)
+        if cap.keep_closed is not None:
+            self._bound_history(conn, cap.namespace, cap.keep_closed)
         return doomed
+
+    def _bound_history(self, conn: psycopg.Connection[Any], namespace: str, keep: int) -> None:
+        """Delete the closed records of ``namespace`` beyond ``keep``, earliest closed first."""
+        closed = "namespace = %s AND valid_to IS NOT NULL"
+        row = conn.execute(
+            f"SELECT count(*) FROM {self._schema}.records WHERE {closed}", (namespace,)
+        ).fetchone()
+        excess = (0 if row is None else int(row[0])) - keep
+        if excess > 0:
+            conn.execute(
+                f"DELETE FROM {self._schema}.records WHERE namespace = %s AND id IN"
+                f" (SELECT id FROM {self._schema}.records WHERE {closed}"
+                ' ORDER BY valid_to, id COLLATE "C" LIMIT %s)',
+                (namespace, namespace, excess),
+            )
 
     def _forget_empty(self, conn: psycopg.Connection[Any], namespaces: set[str]) -> None:
         for namespace in sorted(namespaces):
@@ -296,7 +325,8 @@ class PostgresBackend:
     def get(
         self, namespace: str, ids: Sequence[str], now: float, *, expired: bool = False
     ) -> builtins.list[Record]:
-        return self._select(namespace, Filter(ids=tuple(ids), include_expired=expired), now)
+        wanted = Filter(ids=tuple(ids), include_expired=expired, include_superseded=True)
+        return self._select(namespace, wanted, now)
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
         tail = f"ORDER BY {q.ORDER_BY[page.order]} LIMIT %s OFFSET %s"

@@ -26,6 +26,7 @@ from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import _sqlite_query as q
 from memstack.storage._sqlite_cache import CacheDiff, NamespaceCache
 from memstack.storage._sqlite_schema import migrate
+from memstack.storage._vector_rows import Mask
 from memstack.storage.backend import (
     DAY_S,
     Cap,
@@ -164,7 +165,8 @@ class SQLiteBackend:
     def get(
         self, namespace: str, ids: Sequence[str], now: float, *, expired: bool = False
     ) -> builtins.list[Record]:
-        return self._select(namespace, Filter(ids=tuple(ids), include_expired=expired), now)
+        wanted = Filter(ids=tuple(ids), include_expired=expired, include_superseded=True)
+        return self._select(namespace, wanted, now)
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
         tail = f"ORDER BY {q.ORDER_BY[page.order]} LIMIT ? OFFSET ?"
@@ -183,10 +185,11 @@ class SQLiteBackend:
             vectors = self._cache.rows(conn, namespace)
             if vectors is None:
                 return []
-            allowed = None if wanted.include_expired else vectors.live(now)
-            if wanted.narrows:
-                keep = vectors.where_keys(_filtered_ids(conn, namespace, wanted))
-                allowed = keep if allowed is None else allowed & keep
+            allowed: Mask | None
+            if wanted.narrows:  # the rows the database selects, hidden or not
+                allowed = vectors.where_keys(_filtered_ids(conn, namespace, wanted, now))
+            else:
+                allowed = vectors.live(now)
             return vectors.search(query, k, allowed, exact=wanted.narrows)
 
     def nearest(self, namespace: str, queries: Matrix, now: float) -> builtins.list[Ranked | None]:
@@ -201,10 +204,10 @@ class SQLiteBackend:
     ) -> builtins.list[Ranked]:
         with self._read() as conn:
             index = self._cache.words(conn, namespace)
-            allowed = None
             if wanted.narrows:
-                allowed = _filtered_ids(conn, namespace, wanted, embedded=False)
-            return index.search(words, k, None if wanted.include_expired else now, allowed)
+                allowed = _filtered_ids(conn, namespace, wanted, now, embedded=False)
+                return index.search(words, k, None, allowed)
+            return index.search(words, k, now, None)
 
     def namespaces(self, prefix: str, now: float) -> builtins.list[str]:
         # Both bounds, so the namespace index is read only over the prefix's range (setup
@@ -384,33 +387,65 @@ def _delete(conn: sqlite3.Connection, namespace: str, ids: Sequence[str], diff: 
 
 
 def _evict(conn: sqlite3.Connection, cap: Cap, now: float, diff: CacheDiff) -> list[str]:
-    """Delete the lowest-retention records beyond ``cap.keep``, chosen in SQL with a LIMIT."""
-    live = "namespace = ? AND (expires_at IS NULL OR expires_at > ?)"
-    row = conn.execute(f"SELECT count(*) FROM records WHERE {live}", (cap.namespace, now))
+    """Evict the lowest-retention current records beyond ``cap.keep``, chosen in SQL with
+    a LIMIT: deleted, or closed as history (``cap.close``); then bound that history."""
+    live = f"namespace = ? AND (expires_at IS NULL OR expires_at > ?) AND {_CURRENT}"
+    row = conn.execute(f"SELECT count(*) FROM records WHERE {live}", (cap.namespace, now, now))
     excess = int(row.fetchone()[0]) - cap.keep
-    if excess <= 0:
-        return []
-    doomed = [
-        row[0]
-        for row in conn.execute(
-            f"SELECT id FROM records WHERE {live} ORDER BY"
-            " ? * pow(0.5, max(0.0, ? - max(created_at, coalesce(last_accessed_at, created_at)))"
-            " / ? / ?) + ? * importance, created_at, id LIMIT ?",
-            (
-                cap.namespace,
-                now,
-                cap.recency_weight,
-                now,
-                DAY_S,
-                cap.half_life_days,
-                cap.importance_weight,
-                excess,
-            ),
+    doomed: list[str] = []
+    if excess > 0:
+        doomed = [
+            row[0]
+            for row in conn.execute(
+                f"SELECT id FROM records WHERE {live} ORDER BY ? * pow(0.5, max(0.0, ? -"
+                " max(created_at, coalesce(last_accessed_at, created_at))) / ? / ?)"
+                " + ? * importance, created_at, id LIMIT ?",
+                (
+                    cap.namespace,
+                    now,
+                    now,
+                    cap.recency_weight,
+                    now,
+                    DAY_S,
+                    cap.half_life_days,
+                    cap.importance_weight,
+                    excess,
+                ),
+            )
+        ]
+    if doomed and cap.close:
+        conn.execute(
+            "UPDATE records SET valid_to = ?, closed_reason = 'evicted'"
+            " WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
+            (now, cap.namespace, q.json_list(doomed)),
         )
-    ]
-    for namespace in (cap.namespace, *cap.also_from):
+        rows = conn.execute(
+            f"SELECT {q.COLUMNS} FROM records r WHERE r.namespace = ?"
+            " AND r.id IN (SELECT value FROM json_each(?))",
+            (cap.namespace, q.json_list(doomed)),
+        )
+        diff.upserted([q.record_from_row(row) for row in rows])
+    for namespace in cap.also_from if cap.close else (cap.namespace, *cap.also_from):
         _delete(conn, namespace, doomed, diff)
+    if cap.keep_closed is not None:
+        _bound_history(conn, cap.namespace, cap.keep_closed, diff)
     return doomed
+
+
+_CURRENT = q.CURRENT.replace("r.", "")
+
+
+def _bound_history(conn: sqlite3.Connection, namespace: str, keep: int, diff: CacheDiff) -> None:
+    """Delete the closed records of ``namespace`` beyond ``keep``, earliest closed first."""
+    closed = "namespace = ? AND valid_to IS NOT NULL"
+    row = conn.execute(f"SELECT count(*) FROM records WHERE {closed}", (namespace,))
+    excess = int(row.fetchone()[0]) - keep
+    if excess > 0:
+        oldest = conn.execute(
+            f"SELECT id FROM records WHERE {closed} ORDER BY valid_to, id LIMIT ?",
+            (namespace, excess),
+        )
+        _delete(conn, namespace, [str(r[0]) for r in oldest], diff)
 
 
 def _forget_empty(conn: sqlite3.Connection, namespaces: set[str]) -> None:
@@ -432,9 +467,9 @@ def _bump(conn: sqlite3.Connection, namespaces: set[str]) -> None:
 
 
 def _filtered_ids(
-    conn: sqlite3.Connection, namespace: str, wanted: Filter, *, embedded: bool = True
+    conn: sqlite3.Connection, namespace: str, wanted: Filter, now: float, *, embedded: bool = True
 ) -> builtins.list[str]:
-    clause, params = q.where(namespace, wanted, None)
+    clause, params = q.where(namespace, wanted, now)
     if embedded:
         clause += " AND r.embedding IS NOT NULL"
     rows = conn.execute(f"SELECT r.id FROM records r WHERE {clause}", params).fetchall()

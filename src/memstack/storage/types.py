@@ -43,10 +43,32 @@ class Record:
     """Text that helps find the record but is not the record: for a conversation turn, its
     neighbouring turns and the session date. Keyword search reads it beside ``text``; it
     is never rendered as the memory itself."""
+    valid_from: float | None = None
+    """Since when what the record says is true; None: since ``created_at``."""
+    valid_to: float | None = None
+    """Until when it was true: None while it is current. A closed record is kept (history)
+    but reads leave it out unless they ask for ``Filter.as_of`` or ``include_superseded``."""
+    superseded_by: str | None = None
+    """The id of the record that replaced this one, when one did."""
+    closed_reason: str | None = None
+    """Why ``valid_to`` was set: ``superseded``, ``deleted`` or ``evicted``."""
+    provenance: str | None = None
+    """How it was learned: ``user_stated``, ``extracted``, ``tool_output``, ``imported``."""
+    provenance_detail: str | None = None
+    """More on ``provenance``: the extraction model, the tool, the source imported from."""
 
     def keyword_text(self) -> str:
         """What keyword search indexes: the text, then the context."""
         return keyword_text(self.text, self.context)
+
+    @property
+    def hidden_at(self) -> float | None:
+        """When default reads stop returning the record: it expires or stops being valid."""
+        if self.valid_to is None:
+            return self.expires_at
+        if self.expires_at is None:
+            return self.valid_to
+        return min(self.expires_at, self.valid_to)
 
 
 def keyword_text(text: str, context: str | None) -> str:
@@ -77,8 +99,12 @@ class Filter:
     - ``ids``: the record's id is one of these.
     - ``include_expired``: reads hide records whose ``expires_at`` is at or before the
       store clock's now; set this to see them until ``prune_expired`` removes them.
+    - validity: reads return current records (``valid_to`` unset or after now) unless
+      ``as_of`` asks for those valid at that moment (``valid_from <= as_of < valid_to``),
+      or ``include_superseded`` for every version, current or closed. Not both.
+    - ``provenances``: the record's ``provenance`` is one of these.
 
-    An empty ``kinds`` or ``ids`` tuple matches nothing.
+    An empty ``kinds``, ``ids`` or ``provenances`` tuple matches nothing.
     """
 
     kinds: tuple[str, ...] | None = None
@@ -87,11 +113,27 @@ class Filter:
     created_before: float | None = None
     ids: tuple[str, ...] | None = None
     include_expired: bool = False
+    as_of: float | None = None
+    include_superseded: bool = False
+    provenances: tuple[str, ...] | None = None
 
     @property
     def narrows(self) -> bool:
-        """Whether the filter says more than which records have expired (a search with
-        such a filter keeps some rows only, so it scans exactly)."""
-        return any(
-            v is not None for v in (self.kinds, self.ids, self.created_after, self.created_before)
-        ) or bool(self.metadata)
+        """Whether the filter keeps other rows than the current, unexpired ones (a search
+        with such a filter selects its rows in the database and scans them exactly)."""
+        return (
+            any(
+                v is not None
+                for v in (
+                    self.kinds,
+                    self.ids,
+                    self.created_after,
+                    self.created_before,
+                    self.as_of,
+                    self.provenances,
+                )
+            )
+            or bool(self.metadata)
+            or self.include_expired
+            or self.include_superseded
+        )
