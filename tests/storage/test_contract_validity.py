@@ -144,3 +144,11 @@ def test_validity_is_checked(store: RecordStore) -> None:
         store.list("ns", filter=Filter(as_of=float("nan")))
     assert caught.value.field == "filter.as_of"
     assert store.list("ns", filter=Filter(include_superseded=True)) == []
+
+
+def test_superseded_by_finds_what_a_record_replaced(store: RecordStore) -> None:
+    _moved(store)
+    found = store.list("ns", filter=Filter(superseded_by=("berlin",), include_superseded=True))
+    assert ids(found) == ["lisbon"]
+    assert store.list("ns", filter=Filter(superseded_by=("berlin",))) == []  # closed: history
+    assert store.list("ns", filter=Filter(superseded_by=(), include_superseded=True)) == []

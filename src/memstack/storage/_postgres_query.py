@@ -103,6 +103,9 @@ def where(namespace: str, wanted: Filter, now: float) -> tuple[str, list[Any]]:
     if wanted.provenances is not None:
         conds.append("r.provenance = ANY(%s::text[])")
         params.append(list(wanted.provenances))
+    if wanted.superseded_by is not None:
+        conds.append("r.superseded_by = ANY(%s::text[])")
+        params.append(list(wanted.superseded_by))
     if wanted.kinds is not None:
         conds.append("r.kind = ANY(%s::text[])")
         params.append(list(wanted.kinds))

@@ -91,6 +91,7 @@ def where(namespace: str, wanted: Filter, now: float) -> tuple[str, list[Any]]:
         ("r.kind", wanted.kinds),
         ("r.id", wanted.ids),
         ("r.provenance", wanted.provenances),
+        ("r.superseded_by", wanted.superseded_by),
     ):
         if values is not None:
             conds.append(f"{column} IN (SELECT value FROM json_each(?))")

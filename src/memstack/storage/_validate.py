@@ -221,6 +221,9 @@ def check_filter(value: object) -> Filter:
     provenances = None
     if value.provenances is not None:
         provenances = tuple(check_ids(value.provenances, "filter.provenances"))
+    superseded_by = None
+    if value.superseded_by is not None:
+        superseded_by = tuple(check_ids(value.superseded_by, "filter.superseded_by"))
     as_of = check_optional_time(value.as_of, "filter.as_of")
     if as_of is not None and value.include_superseded:
         raise InvalidInput(
@@ -238,6 +241,7 @@ def check_filter(value: object) -> Filter:
         as_of=as_of,
         include_superseded=bool(value.include_superseded),
         provenances=provenances,
+        superseded_by=superseded_by,
     )
 
 

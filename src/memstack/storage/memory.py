@@ -289,6 +289,8 @@ def _matches(record: Record, wanted: Filter, now: float) -> bool:
         return False
     if wanted.provenances is not None and record.provenance not in wanted.provenances:
         return False
+    if wanted.superseded_by is not None and record.superseded_by not in wanted.superseded_by:
+        return False
     if not _valid(record, wanted, now):
         return False
     if wanted.created_after is not None and not record.created_at > wanted.created_after:

@@ -103,8 +103,10 @@ class Filter:
       ``as_of`` asks for those valid at that moment (``valid_from <= as_of < valid_to``),
       or ``include_superseded`` for every version, current or closed. Not both.
     - ``provenances``: the record's ``provenance`` is one of these.
+    - ``superseded_by``: the record was replaced by one of these ids (a closed version,
+      so this needs ``include_superseded`` or an ``as_of`` to find anything).
 
-    An empty ``kinds``, ``ids`` or ``provenances`` tuple matches nothing.
+    An empty ``kinds``, ``ids``, ``provenances`` or ``superseded_by`` tuple matches nothing.
     """
 
     kinds: tuple[str, ...] | None = None
@@ -116,6 +118,7 @@ class Filter:
     as_of: float | None = None
     include_superseded: bool = False
     provenances: tuple[str, ...] | None = None
+    superseded_by: tuple[str, ...] | None = None
 
     @property
     def narrows(self) -> bool:
@@ -131,6 +134,7 @@ class Filter:
                     self.created_before,
                     self.as_of,
                     self.provenances,
+                    self.superseded_by,
                 )
             )
             or bool(self.metadata)
