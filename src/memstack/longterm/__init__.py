@@ -12,9 +12,11 @@ from memstack.longterm.settings import LongTermSettings
 from memstack.longterm.tools import LtmRecallTool, LtmRememberTool, long_term_memory_tools
 from memstack.longterm.types import (
     LTM_KINDS,
+    PROVENANCES,
     Candidate,
     LongTermItem,
     LtmKind,
+    Provenance,
     RecalledMemory,
     RememberOutcome,
 )
@@ -24,6 +26,7 @@ __all__ = [
     "DEFAULT_MAX_ITEMS",
     "EXTRACTION_PROMPT",
     "LTM_KINDS",
+    "PROVENANCES",
     "RECALLED_PREAMBLE",
     "Candidate",
     "ChatSession",
@@ -34,6 +37,7 @@ __all__ = [
     "LtmKind",
     "LtmRecallTool",
     "LtmRememberTool",
+    "Provenance",
     "RecalledMemory",
     "RememberOutcome",
     "ScoreBreakdown",

@@ -17,6 +17,14 @@ from memstack.embeddings import Embedder
 from memstack.errors import ConfigError, InvalidInput
 from memstack.longterm.collection import Collection
 from memstack.longterm.extraction import build_extraction_messages, parse_candidates
+from memstack.longterm.reconcile import (
+    MAX_SIMILAR,
+    Similar,
+    build_reconcile_messages,
+    needs_reconciliation,
+    parse_decisions,
+    shown_ids,
+)
 from memstack.longterm.scoring import (
     HALF_LIFE_DAYS,
     KEYWORD_WEIGHT,
@@ -43,23 +51,31 @@ from memstack.longterm.turns import (
 )
 from memstack.longterm.types import (
     LTM_KINDS,
+    PROVENANCES,
     Candidate,
     LongTermItem,
     LtmKind,
+    Provenance,
     RecalledMemory,
     RememberOutcome,
 )
+from memstack.longterm.versions import closed, history, superseded
 from memstack.providers.base import ChatModel, Message
 from memstack.storage import Cap, Filter, Record, RecordStore
 from memstack.storage.hybrid import HybridHit, hybrid_candidates
 
-__all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "LongTermMemory"]
+__all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "SIMILAR_FLOOR", "LongTermMemory"]
 
 DEFAULT_MAX_ITEMS: Final = 500
 DEDUPE_THRESHOLD: Final = 0.92
 MAX_TEXT_CHARS: Final = 4_000
 MAX_K: Final = 100
 _MIN_POOL: Final = 50
+SIMILAR_FLOOR: Final = 0.5
+"""Stored memories shown to reconciliation have at least this cosine to the candidate:
+with all-MiniLM-L6-v2, two statements of one fact ("Bob lives in Lisbon" / "Bob moved to
+Berlin") score 0.55-0.8 and unrelated facts about the same person 0.1-0.45, so below it
+a model call would only be shown noise."""
 
 
 class LongTermMemory:
@@ -112,7 +128,16 @@ class LongTermMemory:
 
     # -- recall ------------------------------------------------------------------
 
-    async def recall(self, query: str, k: int = 5, *, touch: bool = True) -> list[RecalledMemory]:
+    async def recall(
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        touch: bool = True,
+        as_of: float | None = None,
+        include_superseded: bool = False,
+        provenances: Sequence[Provenance] | None = None,
+    ) -> list[RecalledMemory]:
         """The ``k`` best memories for ``query``, best first.
 
         Candidates are the nearest neighbours by embedding plus the best keyword (BM25)
@@ -120,12 +145,21 @@ class LongTermMemory:
         relevance is cosine similarity blended with keyword relevance
         (``keyword_weight``, 0.3 by default; 0 gives pure cosine). Unless
         ``touch=False``, ``last_accessed_at`` is bumped on what is returned.
+
+        Only current memories are recalled: ``as_of`` (seconds since the epoch, like
+        ``created_at``) recalls those valid at that moment instead, and
+        ``include_superseded`` every version; ``provenances`` keeps memories learned
+        those ways. Recalling the past touches nothing.
         """
         _check_text(query, "query")
         _check_k(k)
-        return await asyncio.to_thread(self._recall, query, k, touch)
+        wanted = _filter(as_of, include_superseded, provenances)
+        touch = touch and as_of is None and not include_superseded
+        return await asyncio.to_thread(self._recall, query, k, touch, wanted)
 
-    def _recall(self, query: str, k: int, touch: bool) -> list[RecalledMemory]:
+    def _recall(
+        self, query: str, k: int, touch: bool, wanted: Filter | None
+    ) -> list[RecalledMemory]:
         vector = self.embedder.embed_batch([query])[0]
         hits = hybrid_candidates(
             self.store,
@@ -134,6 +168,7 @@ class LongTermMemory:
             vector=vector,
             pool=max(4 * k, _MIN_POOL),
             keyword_weight=self.keyword_weight,
+            filter=wanted,
             model_id=self.embedder.model_id,
         )
         now = self.clock.now()
@@ -164,7 +199,7 @@ class LongTermMemory:
 
     def _score(self, hit: HybridHit, now: float, context: ContextTerms) -> ScoreBreakdown:
         record = hit.record
-        return hybrid_score(
+        score = hybrid_score(
             context=context,
             similarity=hit.similarity,
             keyword=hit.keyword,
@@ -174,6 +209,7 @@ class LongTermMemory:
             ),
             importance=record.importance,
         )
+        return replace(score, provenance=record.provenance)
 
     # -- writing -----------------------------------------------------------------
 
@@ -185,14 +221,25 @@ class LongTermMemory:
         importance: float = 0.5,
         created_at: float | None = None,
         metadata: dict[str, JSON] | None = None,
+        supersedes: Sequence[str] = (),
+        provenance: Provenance = "user_stated",
+        provenance_detail: str | None = None,
     ) -> RememberOutcome:
-        """Store one memory unless it looks like a secret or duplicates an existing one."""
+        """Store one memory unless it looks like a secret or duplicates an existing one.
+
+        ``supersedes`` names current memories this one replaces ("Bob moved to Berlin"
+        replacing "Bob lives in Lisbon"): they are closed from ``created_at`` (now by
+        default) and kept as history, never deleted; a memory that supersedes others is
+        not checked for duplicates. ``provenance`` says how it was learned."""
         candidate = Candidate(
             text=text,
             kind=kind,
             importance=importance,
             created_at=created_at,
             metadata=metadata or {},
+            supersedes=_check_ids(supersedes, "supersedes"),
+            provenance=provenance,
+            provenance_detail=provenance_detail,
         )
         (outcome,) = await self.remember_many([candidate])
         return outcome
@@ -207,11 +254,20 @@ class LongTermMemory:
             return []
         return await asyncio.to_thread(self._remember_many, checked, dedupe)
 
-    async def remember_conversation(self, messages: Sequence[Message]) -> list[RememberOutcome]:
+    async def remember_conversation(
+        self, messages: Sequence[Message], *, reconcile: bool = True
+    ) -> list[RememberOutcome]:
         """Mine a finished turn for memories and store them.
 
         Tool and system messages never reach the extraction model; it sees at most
         12,000 characters and may propose at most 8 memories.
+
+        With ``reconcile`` (the default), when some candidate has stored memories close
+        to it (cosine >= ``SIMILAR_FLOOR``), a second call shows the model those memories
+        and it decides per candidate: ``add``; ``update <id>`` (the candidate supersedes
+        that memory); ``delete <id>`` (that memory is closed, its text kept in history,
+        outcome ``retired``); or ``none`` (outcome ``unchanged``). A malformed decision
+        reply is a ``ReconcileError`` and nothing is stored or changed.
         """
         if self.extraction_provider is None or not self.extraction_model:
             raise ConfigError(
@@ -224,7 +280,71 @@ class LongTermMemory:
         reply = await self.extraction_provider.generate(
             prompt, model=self.extraction_model, json_output=True
         )
-        return await self.remember_many(parse_candidates(reply.content))
+        candidates = [
+            replace(c, provenance="extracted", provenance_detail=self.extraction_model)
+            for c in parse_candidates(reply.content)
+        ]
+        if not reconcile or not candidates:
+            return await self.remember_many(candidates)
+        return await self._reconciled(candidates)
+
+    async def _reconciled(self, candidates: list[Candidate]) -> list[RememberOutcome]:
+        """Show the model each candidate's similar stored memories and apply its decisions."""
+        assert self.extraction_provider is not None and self.extraction_model
+        vectors, similar = await asyncio.to_thread(self._similar, candidates)
+        if not needs_reconciliation(similar):
+            return await asyncio.to_thread(self._remember_many, candidates, True, vectors)
+        reply = await self.extraction_provider.generate(
+            build_reconcile_messages(candidates, similar),
+            model=self.extraction_model,
+            json_output=True,
+        )
+        provider = getattr(self.extraction_provider, "provider_name", None)
+        decisions = parse_decisions(
+            reply.content,
+            len(candidates),
+            shown_ids(similar),
+            provider=provider if isinstance(provider, str) else "unknown",
+        )
+        outcomes: list[RememberOutcome | None] = [None] * len(candidates)
+        keep: list[int] = []
+        retire: list[str] = []
+        for decision in decisions:
+            i, target = decision.candidate, decision.target
+            if decision.action == "none":
+                outcomes[i] = RememberOutcome(status="unchanged", text=candidates[i].text)
+            elif decision.action == "delete" and target is not None:
+                outcomes[i] = RememberOutcome(status="retired", text=candidates[i].text, id=target)
+                retire.append(target)
+            else:
+                if decision.action == "update" and target is not None:
+                    candidates[i] = replace(candidates[i], supersedes=(target,))
+                keep.append(i)
+        stored = await asyncio.to_thread(
+            self._remember_many,
+            [candidates[i] for i in keep],
+            True,
+            vectors[keep],
+            retire,
+        )
+        for i, outcome in zip(keep, stored, strict=True):
+            outcomes[i] = outcome
+        return [o for o in outcomes if o is not None]
+
+    def _similar(self, candidates: list[Candidate]) -> tuple[np.ndarray, list[list[Similar]]]:
+        """The candidates' vectors, and for each its closest current stored memories."""
+        vectors = self.embedder.embed_batch([c.text for c in candidates])
+        similar = [
+            [
+                Similar(id=hit.record.id, text=hit.record.text)
+                for hit in self.store.vector_search(
+                    self.namespace, vector, k=MAX_SIMILAR, model_id=self.embedder.model_id
+                )
+                if hit.score >= SIMILAR_FLOOR
+            ]
+            for vector in vectors
+        ]
+        return vectors, similar
 
     async def remember_turns(
         self, turns: Sequence[Turn], *, context_radius: int = DEFAULT_RADIUS
@@ -289,6 +409,7 @@ class LongTermMemory:
             created_at=float(turn.time),
             updated_at=now,
             embedding=vector,
+            provenance="user_stated",
         )
 
     def _placed(self, session_id: str, new: list[Record], radius: int) -> list[Record]:
@@ -320,7 +441,16 @@ class LongTermMemory:
         )
         return sorted((r for r in found if _seq(r) >= 0), key=_seq)
 
-    def _remember_many(self, candidates: list[Candidate], dedupe: bool) -> list[RememberOutcome]:
+    def _remember_many(
+        self,
+        candidates: list[Candidate],
+        dedupe: bool,
+        vectors: np.ndarray | None = None,
+        retire: Sequence[str] = (),
+    ) -> list[RememberOutcome]:
+        """Store the candidates that pass the secret filter and dedupe, close what they
+        supersede and what ``retire`` names, and evict: one transaction. ``vectors`` are
+        the candidates' embeddings when the caller has them already."""
         outcomes: list[RememberOutcome | None] = [None] * len(candidates)
         pending: list[int] = []
         for i, candidate in enumerate(candidates):
@@ -331,17 +461,53 @@ class LongTermMemory:
                 )
             else:
                 pending.append(i)
+        records: list[Record] = []
         if pending:
-            vectors = self.embedder.embed_batch([candidates[i].text for i in pending])
-            duplicates: list[_Duplicate | None] = (
-                self._duplicates(vectors) if dedupe else [None] * len(pending)
+            embedded = (
+                self.embedder.embed_batch([candidates[i].text for i in pending])
+                if vectors is None
+                else vectors[pending]
             )
-            records = self._build(candidates, pending, vectors, duplicates, outcomes)
-            if records:
-                self.store.write(
-                    upserts=records, caps=self._caps(), model_id=self.embedder.model_id
-                )
+            duplicates: list[_Duplicate | None] = (
+                self._duplicates(embedded) if dedupe else [None] * len(pending)
+            )
+            for row, i in enumerate(pending):
+                if candidates[i].supersedes:  # a changed fact may read like the old one
+                    duplicates[row] = None
+            records = self._build(candidates, pending, embedded, duplicates, outcomes)
+        records += self._closing(candidates, outcomes, records, retire)
+        if records:
+            self.store.write(upserts=records, caps=self._caps(), model_id=self.embedder.model_id)
         return [o for o in outcomes if o is not None]
+
+    def _closing(
+        self,
+        candidates: list[Candidate],
+        outcomes: list[RememberOutcome | None],
+        records: list[Record],
+        retire: Sequence[str],
+    ) -> list[Record]:
+        """The stored memories this write closes: those the new records supersede, and
+        those ``retire`` names (closed now, ``closed_reason="deleted"``)."""
+        now = self.clock.now()
+        new = {r.id: r for r in records}
+        replacements = {
+            outcome.id: candidate.supersedes
+            for candidate, outcome in zip(candidates, outcomes, strict=True)
+            if candidate.supersedes and outcome and outcome.status == "stored" and outcome.id
+        }
+        starts = {i: new[i].valid_from or new[i].created_at for i in replacements}
+        retired = {f"retire:{i}": [old] for i, old in enumerate(retire)}
+        closing = superseded(
+            self.store,
+            self.namespace,
+            {**replacements, **retired},
+            {**starts, **dict.fromkeys(retired, now)},
+        )
+        return [
+            closed(r, at=now, reason="deleted") if r.superseded_by in retired else r
+            for r in closing
+        ]
 
     def _duplicates(self, vectors: np.ndarray) -> list[_Duplicate | None]:
         """Per vector, what it duplicates (cosine >= 0.92): the nearest stored item, found
@@ -396,6 +562,8 @@ class LongTermMemory:
                 created_at=candidate.created_at if candidate.created_at is not None else now,
                 updated_at=now,
                 embedding=vectors[row],
+                provenance=candidate.provenance,
+                provenance_detail=candidate.provenance_detail,
             )
             ids[row] = record.id
             records.append(record)
@@ -403,8 +571,11 @@ class LongTermMemory:
         return records
 
     def _caps(self) -> list[Cap]:
-        """Eviction down to ``max_items``, in the write's own transaction: the lowest
-        retention score (0.2·recency + 0.1·importance) goes first."""
+        """Eviction down to ``max_items`` current memories, in the write's own
+        transaction: the lowest retention score (0.2·recency + 0.1·importance) goes
+        first. An evicted memory is closed (``closed_reason="evicted"``), not deleted, so
+        history records it; at most ``max_items`` closed versions are kept, the earliest
+        closed deleted first."""
         if self.max_items == 0:
             return []
         return [
@@ -414,15 +585,41 @@ class LongTermMemory:
                 recency_weight=W_RECENCY,
                 importance_weight=W_IMPORTANCE,
                 half_life_days=HALF_LIFE_DAYS,
+                close=True,
+                keep_closed=self.max_items,
             )
         ]
 
     # -- the rest ------------------------------------------------------------------
 
     async def forget(self, memory_id: str) -> bool:
-        """Remove one item; True when it existed."""
+        """Erase one memory, text and all (history keeps nothing of it); True when it
+        existed. To say a fact stopped being true, ``retire`` it instead."""
         _check_text(memory_id, "memory_id")
         return await asyncio.to_thread(self.store.delete, self.namespace, [memory_id]) > 0
+
+    async def retire(self, memory_id: str) -> bool:
+        """Close a current memory's validity now (``closed_reason="deleted"``): recall
+        stops returning it, ``history`` and ``as_of`` still show it. False when there is
+        no current memory of that id."""
+        _check_text(memory_id, "memory_id")
+        return await asyncio.to_thread(self._retire, memory_id)
+
+    def _retire(self, memory_id: str) -> bool:
+        found = self.store.get(self.namespace, [memory_id])
+        if not found or found[0].valid_to is not None:
+            return False
+        self.store.upsert([closed(found[0], at=self.clock.now(), reason="deleted")])
+        return True
+
+    async def history(self, memory_id: str) -> list[LongTermItem]:
+        """Every version of a memory, oldest first: the memories it superseded, the ones
+        that superseded it, each with its validity (``valid_from``/``valid_to``) and what
+        replaced it (``superseded_by``, ``closed_reason``). ``NotFound`` for an unknown
+        id (or one erased by ``forget``)."""
+        _check_text(memory_id, "memory_id")
+        versions = await asyncio.to_thread(history, self.store, self.namespace, memory_id)
+        return [LongTermItem(**_item_fields(r)) for r in versions]
 
     async def clear(self) -> int:
         """Drop the whole collection; returns how many items were removed."""
@@ -434,12 +631,23 @@ class LongTermMemory:
             self.store.close()
 
     async def count(self) -> int:
+        """How many current memories there are (what the ``max_items`` cap counts)."""
         return await asyncio.to_thread(self.store.count, self.namespace)
 
-    async def items(self, *, limit: int = 100, offset: int = 0) -> list[LongTermItem]:
-        """Stored items, newest first, without touching them."""
+    async def items(
+        self,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        as_of: float | None = None,
+        include_superseded: bool = False,
+        provenances: Sequence[Provenance] | None = None,
+    ) -> list[LongTermItem]:
+        """Stored items, newest first, without touching them: the current ones, or those
+        valid ``as_of`` a moment, or every version (``include_superseded``)."""
+        wanted = _filter(as_of, include_superseded, provenances)
         records = await asyncio.to_thread(
-            self.store.list, self.namespace, limit=limit, offset=offset
+            self.store.list, self.namespace, filter=wanted, limit=limit, offset=offset
         )
         return [LongTermItem(**_item_fields(r)) for r in records]
 
@@ -470,6 +678,48 @@ def _context_candidate(hit: HybridHit) -> ContextCandidate:
     )
 
 
+def _filter(
+    as_of: float | None, include_superseded: bool, provenances: Sequence[Provenance] | None
+) -> Filter | None:
+    """The record filter of a read that asks for the past or for some provenances."""
+    if as_of is not None and (
+        isinstance(as_of, bool) or not isinstance(as_of, int | float) or not math.isfinite(as_of)
+    ):
+        raise InvalidInput(
+            f"as_of must be seconds since the epoch (like created_at); got {as_of!r}.",
+            field="as_of",
+        )
+    if as_of is not None and include_superseded:
+        raise InvalidInput(
+            "as_of and include_superseded exclude each other: as_of recalls what was valid "
+            "at one moment, include_superseded every version.",
+            field="as_of",
+        )
+    if provenances is not None:
+        for value in provenances:
+            if value not in PROVENANCES:
+                raise InvalidInput(
+                    f"provenances holds {value!r}; use {', '.join(PROVENANCES)}.",
+                    field="provenances",
+                )
+    if as_of is None and not include_superseded and provenances is None:
+        return None
+    return Filter(
+        as_of=None if as_of is None else float(as_of),
+        include_superseded=bool(include_superseded),
+        provenances=None if provenances is None else tuple(provenances),
+    )
+
+
+def _check_ids(ids: object, field: str) -> tuple[str, ...]:
+    if isinstance(ids, str) or not isinstance(ids, Sequence):
+        raise InvalidInput(f"{field} must be a list of memory ids, not {ids!r}.", field=field)
+    for i, value in enumerate(ids):
+        if not isinstance(value, str) or not value:
+            raise InvalidInput(f"{field}[{i}] must be a memory id; got {value!r}.", field=field)
+    return tuple(ids)
+
+
 class _ItemFields(TypedDict):
     id: str
     text: str
@@ -480,6 +730,12 @@ class _ItemFields(TypedDict):
     last_accessed_at: float | None
     metadata: dict[str, JSON]
     context: str | None
+    valid_from: float
+    valid_to: float | None
+    superseded_by: str | None
+    closed_reason: str | None
+    provenance: str | None
+    provenance_detail: str | None
 
 
 def _item_fields(record: Record) -> _ItemFields:
@@ -493,6 +749,12 @@ def _item_fields(record: Record) -> _ItemFields:
         "last_accessed_at": record.last_accessed_at,
         "metadata": record.metadata,
         "context": record.context,
+        "valid_from": record.valid_from if record.valid_from is not None else record.created_at,
+        "valid_to": record.valid_to,
+        "superseded_by": record.superseded_by,
+        "closed_reason": record.closed_reason,
+        "provenance": record.provenance,
+        "provenance_detail": record.provenance_detail,
     }
 
 
@@ -534,4 +796,10 @@ def _validated(candidate: Candidate, index: int) -> Candidate:
     if candidate.created_at is not None and not math.isfinite(candidate.created_at):
         raise InvalidInput("created_at must be a finite timestamp in seconds.", field="created_at")
     to_json(candidate.metadata, field="metadata")
+    if candidate.provenance not in PROVENANCES:
+        raise InvalidInput(
+            f"provenance must be one of {', '.join(PROVENANCES)}; got {candidate.provenance!r}.",
+            field="provenance",
+        )
+    _check_ids(candidate.supersedes, f"{where}.supersedes")
     return candidate

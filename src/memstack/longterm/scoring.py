@@ -165,6 +165,8 @@ class ScoreBreakdown:
     """For a memory by the one speaker the query names (``metadata["speaker"]``)."""
     time: float = 0.0
     """For a memory that states a time, when the query asks when or how long."""
+    provenance: str | None = None
+    """How the memory was learned (not a score term: shown so a reader can weigh it)."""
 
 
 def recency(*, created_at: float, last_accessed_at: float | None, now: float) -> float:

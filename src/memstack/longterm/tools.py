@@ -74,6 +74,14 @@ class LtmRememberTool(Tool):
                 "maximum": 1,
                 "description": "0..1, how much the user will want this remembered (default 0.5).",
             },
+            "supersedes": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "maxItems": 10,
+                "description": "Ids (from ltm_recall) of memories this one replaces because "
+                "the fact changed, e.g. a new address replacing the old one. They stop being "
+                "recalled but stay in the memory's history.",
+            },
         },
         "required": ["text"],
         "additionalProperties": False,
@@ -88,10 +96,13 @@ class LtmRememberTool(Tool):
                 cast(str, params["text"]),
                 kind=cast(LtmKind, params.get("kind", "fact")),
                 importance=float(cast(float, params.get("importance", 0.5))),
+                supersedes=cast(list[str], params.get("supersedes", [])),
             )
         except InvalidInput as exc:
             raise _as_tool_error(self.name, exc) from exc
         if outcome.status == "stored":
+            if params.get("supersedes"):
+                return {"ok": True, "id": outcome.id, "supersedes": params["supersedes"]}
             return {"ok": True, "id": outcome.id}
         if outcome.status == "secret":
             return {

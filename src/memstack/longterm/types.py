@@ -10,9 +10,11 @@ from memstack.longterm.scoring import ScoreBreakdown
 
 __all__ = [
     "LTM_KINDS",
+    "PROVENANCES",
     "Candidate",
     "LongTermItem",
     "LtmKind",
+    "Provenance",
     "RecalledMemory",
     "RememberOutcome",
     "RememberStatus",
@@ -21,7 +23,14 @@ __all__ = [
 LtmKind = Literal["preference", "identity", "project", "decision", "event", "fact"]
 LTM_KINDS: Final[tuple[LtmKind, ...]] = get_args(LtmKind)
 
-RememberStatus = Literal["stored", "secret", "duplicate"]
+RememberStatus = Literal["stored", "secret", "duplicate", "unchanged", "retired"]
+"""``unchanged``: reconciliation found it already stored; ``retired``: reconciliation
+closed the validity of the stored memory it contradicts (``id``) and stored nothing."""
+
+Provenance = Literal["user_stated", "extracted", "tool_output", "imported"]
+"""How a memory was learned: said by the user (or a speaker of a conversation stored
+verbatim), extracted by a model, taken from a tool's output, or imported from elsewhere."""
+PROVENANCES: Final[tuple[Provenance, ...]] = get_args(Provenance)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,8 +41,14 @@ class Candidate:
     kind: LtmKind = "fact"
     importance: float = 0.5
     created_at: float | None = None
-    """When it happened; defaults to now."""
+    """When it happened; defaults to now. It is also when the memory starts being valid."""
     metadata: dict[str, JSON] = field(default_factory=dict)
+    supersedes: tuple[str, ...] = ()
+    """Ids of current memories this one replaces: each is closed (kept as history, left
+    out of recall) from this one's ``created_at`` and points to it."""
+    provenance: Provenance = "user_stated"
+    provenance_detail: str | None = None
+    """The extraction model, the tool, or the source it was imported from."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +63,22 @@ class LongTermItem:
     metadata: dict[str, JSON]
     context: str | None = None
     """What keyword search read beside the text (a turn's neighbours); not the memory."""
+    valid_from: float | None = None
+    """Since when it holds (None: since ``created_at``)."""
+    valid_to: float | None = None
+    """Until when it held; None while it is current."""
+    superseded_by: str | None = None
+    """The id of the memory that replaced it."""
+    closed_reason: str | None = None
+    """Why it stopped being current: ``superseded``, ``deleted`` or ``evicted``."""
+    provenance: str | None = None
+    """How it was learned (``Provenance``); None for memories stored before provenance."""
+    provenance_detail: str | None = None
+
+    @property
+    def current(self) -> bool:
+        """Whether it is still current (not superseded, deleted or evicted)."""
+        return self.valid_to is None
 
 
 @dataclass(frozen=True, kw_only=True)
