@@ -546,3 +546,87 @@ def _mix(text: str) -> Mix:
     if min(store, search, listing) < 0 or store + search + listing <= 0:
         raise click.BadParameter("shares must be >= 0, not all 0", param_hint="--mix")
     return Mix(store=store, search=search, list=listing)
+
+
+@bench.command("updates")
+@_embedder_option
+@click.option(
+    "--conversations",
+    "n_conversations",
+    type=click.IntRange(min=1),
+    default=60,
+    show_default=True,
+    help="How many scripted conversations to generate.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--modes",
+    default="plain,explicit,reconcile",
+    show_default=True,
+    help="Comma-separated: plain (no supersedes), explicit (remember with supersedes), "
+    "reconcile (remember_conversation with a scripted model making the right decisions).",
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
+)
+def updates(
+    embedder_kind: Literal["local", "hash"],
+    n_conversations: int,
+    seed: int,
+    modes: str,
+    out: Path | None,
+) -> None:
+    """Changed facts: is the top recalled memory the current value, and with as_of the
+    value valid then? On generated conversations whose facts change, per mode."""
+    from memstack.bench.report import format_table, write_json
+    from memstack.bench.setup import open_bench_embedder, open_bench_store
+    from memstack.bench.updates import MODES, run_updates
+    from memstack.bench.updates_data import conversations
+
+    chosen = list(dict.fromkeys(m.strip() for m in modes.split(",") if m.strip()))
+    unknown = sorted(set(chosen) - set(MODES))
+    if unknown or not chosen:
+        raise click.BadParameter(
+            f"unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(MODES)}",
+            param_hint="--modes",
+        )
+    data = conversations(seed=seed, n=n_conversations)
+    questions = [q for c in data for q in c.questions]
+    embedder = open_bench_embedder(embedder_kind)
+    with (
+        open_bench_store("sqlite") as store,
+        progress_bar(len(questions) * len(chosen), "updates") as bar,
+    ):
+        report = asyncio.run(
+            run_updates(
+                data,
+                store=store,
+                embedder=embedder,
+                modes=chosen,
+                seed=seed,
+                progress=bar.update,
+            )
+        )
+    payload = report.to_json()
+    current = sum(q.kind == "current" for q in questions)
+    click.echo(
+        f"fact updates: {len(questions)} questions ({current} current, "
+        f"{len(questions) - current} past, as_of) from {len(data)} conversations, seed {seed}; "
+        f"SQLite, embedder {embedder.model_id}; top-1 is the gold statement"
+    )
+    headers = ("mode", "current", "past", "overall", "hit@3", "recall p50 ms", "updates")
+    rows = []
+    for name, score in report.modes.items():
+        m = score.to_json()
+        row = [name, m["current"], m["past"], m["overall"], m["hit3"], m["recall_ms_p50"]]
+        rows.append([*row, f"{score.updates}/{score.changes}"])
+    click.echo(format_table(headers, rows))
+    unstored = {name: s.unstored for name, s in report.modes.items() if s.unstored}
+    if unstored:
+        click.echo(
+            "statements not stored as memories of their own (deduplicated or refused): "
+            + ", ".join(f"{name} {n}" for name, n in unstored.items())
+        )
+    if out:
+        write_json(out, payload)
+        click.echo(f"wrote {out}")
