@@ -1,8 +1,5 @@
 """MemoryService over every long-term backend, with the in-process short-term tier."""
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from memstack import InvalidInput, ManualClock, NotFound
@@ -10,41 +7,11 @@ from memstack.embeddings import HashEmbedder
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Forbidden, Principal
 from memstack.service.stm import InProcessTier
-from memstack.storage import (
-    Filter,
-    InMemoryRecordStore,
-    PostgresRecordStore,
-    RecordStore,
-    SQLiteRecordStore,
-)
+from memstack.storage import Filter, RecordStore
 
 ACME = Principal(tenant="acme")
 OTHER = Principal(tenant="other")
 HOUR = 3600.0
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(start=1_780_000_000.0)
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def records(
-    request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock
-) -> Iterator[RecordStore]:
-    store: RecordStore
-    if request.param == "memory":
-        store = InMemoryRecordStore(clock=clock)
-    elif request.param == "sqlite":
-        store = SQLiteRecordStore(tmp_path / "mem.db", clock=clock)
-    else:
-        schema = request.getfixturevalue("pg_schema")
-        store = PostgresRecordStore(
-            request.getfixturevalue("postgres_url"), clock=clock, schema=schema
-        )
-    store.setup()
-    yield store
-    store.close()
 
 
 @pytest.fixture

@@ -1,28 +1,60 @@
 """The long-term tier: memories as records of the RecordStore, one namespace per
 (tenant, bucket), plus an id index so a memory is found from its id alone, plus the
 short-term tier's epoch (see ``stm_sync``): a token the long-term tier owns, changed
-whenever the short-term tier may have missed a write."""
+whenever the short-term tier may have missed a write.
+
+Versions (``versions.py``): a new value keeps the replaced version as a closed record
+beside the current one. The cap closes what it evicts (``closed_reason="evicted"``, same
+id) and deletes its id-index entry, so the index holds current memories only;
+``history`` finds an evicted memory by looking in the buckets it is given. Reads return
+current versions unless they ask ``as_of`` or ``include_superseded``.
+"""
 
 from __future__ import annotations
 
 import builtins
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from memstack._json import JSON, to_json
-from memstack.service.types import SCOPES, Memory, Scope
+from memstack.service.types import SCOPES, Memory, Scope, as_closed_reason
+from memstack.service.versions import (
+    MAX_VERSIONS,
+    VERSION_OF,
+    closed_order,
+    next_version,
+    starts,
+)
 from memstack.storage import Cap, Filter, Namespace, Order, Record, RecordStore
 from memstack.storage.namespace import decode_part, encode_part
 
-__all__ = ["FIRST_EPOCH", "LongTermTier", "encode_part", "from_record", "memory_filter"]
+__all__ = [
+    "FIRST_EPOCH",
+    "LongTermTier",
+    "Written",
+    "encode_part",
+    "from_record",
+    "memory_filter",
+]
 
 FIRST_EPOCH: Final = "0"
 """The epoch before anything ever bumped it."""
 _EPOCH_ID: Final = "short-term"
+_PAGE: Final = 1_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Written:
+    memory: Memory
+    """The memory as stored: ``created_at`` kept from the version it replaced,
+    ``valid_from`` set."""
+    evicted: list[str]
+    """The ids the bucket's cap evicted (closed) in the same transaction."""
 
 
 class LongTermTier:
@@ -65,11 +97,46 @@ class LongTermTier:
         *,
         keep: int = 0,
         model_id: str | None = None,
-    ) -> list[str]:
-        """Write the memory and its index entry in one transaction; with ``keep`` > 0,
-        evict the oldest of its bucket beyond ``keep`` in the same one. Returns the ids
-        evicted."""
-        index = Record(
+    ) -> Written:
+        """Write the memory and its index entry in one transaction, keeping what it
+        replaces as history in the same one:
+
+        - a current version with another value is closed at ``memory.updated_at`` and kept
+          (see the module docstring); the memory is valid from then. A change of metadata
+          or TTL only overwrites the current version in place, validity unchanged;
+        - a version the cap evicted is kept as it is, and the memory starts anew;
+        - beyond ``MAX_VERSIONS`` closed versions, the earliest closed are deleted;
+        - with ``keep`` > 0, the lowest-retention current memories of the bucket beyond
+          ``keep`` are closed as evicted and their index entries deleted; the bucket keeps
+          at most ``keep * MAX_VERSIONS`` closed records (earliest closed deleted first).
+
+        A version never outlives the memory's TTL at the time it was replaced."""
+        namespace = self.namespace(memory.tenant, memory.bucket)
+        found = self.records.get(namespace, [memory.id])
+        memory, archived = next_version(memory, found[0] if found else None)
+        upserts = [_to_record(memory, embedding), self._index_record(memory)]
+        deletes: dict[Namespace | str, list[str]] = {}
+        if archived is not None:
+            upserts.append(archived)
+            deletes[namespace] = self._overflow(namespace, memory.id)
+        index = self.index_namespace(memory.tenant).encode()
+        cap = Cap(
+            namespace=namespace.encode(),
+            keep=keep,
+            also_from=(index,),
+            close=True,
+            keep_closed=keep * MAX_VERSIONS,
+        )
+        result = self.records.write(
+            upserts=upserts,
+            deletes=deletes,
+            caps=[cap] if keep > 0 else (),
+            model_id=model_id,
+        )
+        return Written(memory=memory, evicted=result.evicted.get(namespace.encode(), []))
+
+    def _index_record(self, memory: Memory) -> Record:
+        return Record(
             id=memory.id,
             namespace=self.index_namespace(memory.tenant).encode(),
             text=memory.bucket,
@@ -77,36 +144,85 @@ class LongTermTier:
             updated_at=memory.updated_at,
             expires_at=memory.expires_at,
         )
-        namespace = self.namespace(memory.tenant, memory.bucket)
-        caps = [
-            Cap(
-                namespace=namespace.encode(),
-                keep=keep,
-                also_from=(self.index_namespace(memory.tenant).encode(),),
-            )
-        ]
-        result = self.records.write(
-            upserts=[_to_record(memory, embedding), index],
-            caps=caps if keep > 0 else (),
-            model_id=model_id,
+
+    def _overflow(self, namespace: Namespace, memory_id: str) -> builtins.list[str]:
+        """The closed versions of ``memory_id`` to delete so that, with the one being
+        added, ``MAX_VERSIONS`` remain: the earliest closed."""
+        versions = sorted(self._versions(namespace, [memory_id]), key=closed_order)
+        return [r.id for r in versions[: max(0, len(versions) - MAX_VERSIONS + 1)]]
+
+    def _versions(
+        self, namespace: Namespace, memory_ids: Sequence[str], *, expired: bool = True
+    ) -> builtins.list[Record]:
+        """Every closed version of these memories (expired ones too unless not
+        ``expired``), in no order."""
+        wanted = Filter(
+            superseded_by=tuple(memory_ids), include_superseded=True, include_expired=expired
         )
-        return result.evicted.get(namespace.encode(), [])
+        out: builtins.list[Record] = []
+        while page := self.records.list(namespace, filter=wanted, limit=_PAGE, offset=len(out)):
+            out.extend(page)
+            if len(page) < _PAGE:
+                break
+        return out
 
     def get(self, tenant: str, memory_id: str) -> Memory | None:
+        """The current memory with this id (None when there is none, or it was evicted)."""
         found = self.records.get(self.index_namespace(tenant), [memory_id])
         if not found:
             return None
         records = self.records.get(self.namespace(tenant, found[0].text), [memory_id])
-        return _from_record(tenant, records[0]) if records else None
+        if not records or records[0].valid_to is not None:
+            return None
+        return _from_record(tenant, records[0])
 
-    def get_record(self, memory: Memory) -> Record | None:
-        found = self.records.get(self.namespace(memory.tenant, memory.bucket), [memory.id])
-        return found[0] if found else None
+    def history(
+        self, tenant: str, memory_id: str, buckets: Iterable[str]
+    ) -> builtins.list[Memory] | None:
+        """Every unexpired version of the memory, oldest first, the current (or evicted)
+        one last; None when there is no such memory. A current memory is found through
+        the id index; one the cap evicted (its index entry is gone) in the first of
+        ``buckets`` that holds it."""
+        found = self._locate(tenant, memory_id, buckets)
+        if found is None:
+            return None
+        namespace, latest = found
+        versions = self._versions(namespace, [memory_id], expired=False)
+        versions.sort(key=lambda r: (starts(r), closed_order(r)))
+        return [_from_record(tenant, r) for r in [*versions, latest]]
+
+    def _locate(
+        self, tenant: str, memory_id: str, buckets: Iterable[str]
+    ) -> tuple[Namespace, Record] | None:
+        """The namespace and record of a memory's latest version (current or evicted)."""
+        indexed = self.records.get(self.index_namespace(tenant), [memory_id])
+        for bucket in [indexed[0].text] if indexed else buckets:
+            namespace = self.namespace(tenant, bucket)
+            if found := self.records.get(namespace, [memory_id]):
+                return namespace, found[0]
+        return None
 
     def delete(self, tenant: str, bucket: str, ids: Sequence[str]) -> None:
-        """Remove these memories and their index entries in one transaction."""
+        """Erase these memories, every version of them and their index entries, in one
+        transaction: nothing of them remains (a hard delete is an erasure)."""
+        namespace = self.namespace(tenant, bucket)
+        versions = [r.id for r in self._versions(namespace, ids)] if ids else []
         self.records.write(
-            deletes={self.namespace(tenant, bucket): ids, self.index_namespace(tenant): ids}
+            deletes={namespace: [*ids, *versions], self.index_namespace(tenant): ids}
+        )
+
+    def records_page(
+        self,
+        tenant: str,
+        bucket: str,
+        selector: Filter | None = None,
+        *,
+        limit: int = 100,
+        order: Order = "created_desc",
+    ) -> builtins.list[Record]:
+        """A page of the bucket's records (versions have ids of their own)."""
+        return self.records.list(
+            self.namespace(tenant, bucket), filter=selector, limit=limit, order=order
         )
 
     def list(
@@ -159,8 +275,11 @@ def memory_filter(
     session_id: str | None = None,
     key: str | None = None,
     agent_id: str | None = None,
+    as_of: float | None = None,
+    include_superseded: bool = False,
 ) -> Filter | None:
-    """The record filter selecting memories by scope, session, key and writer."""
+    """The record filter selecting memories by scope, session, key and writer; versions
+    valid ``as_of`` a moment, or every version with ``include_superseded``."""
     metadata: dict[str, JSON] = {}
     if agent_id is not None:
         metadata["agent_id"] = agent_id
@@ -168,9 +287,14 @@ def memory_filter(
         metadata["session_id"] = session_id
     if key is not None:
         metadata["key"] = key
-    if scope is None and not metadata:
+    if scope is None and not metadata and as_of is None and not include_superseded:
         return None
-    return Filter(kinds=(scope,) if scope else None, metadata=metadata or None)
+    return Filter(
+        kinds=(scope,) if scope else None,
+        metadata=metadata or None,
+        as_of=as_of,
+        include_superseded=include_superseded,
+    )
 
 
 def _to_record(memory: Memory, embedding: npt.NDArray[np.float32] | None) -> Record:
@@ -190,6 +314,7 @@ def _to_record(memory: Memory, embedding: npt.NDArray[np.float32] | None) -> Rec
         updated_at=memory.updated_at,
         expires_at=memory.expires_at,
         embedding=embedding,
+        valid_from=memory.valid_from,
     )
 
 
@@ -203,8 +328,9 @@ def _from_record(tenant: str, record: Record) -> Memory:
     scope = record.kind if record.kind in SCOPES else "agent"
     session = meta.get("session_id")
     user_meta = to_json(meta.get("metadata") or {}, field="metadata")
+    version_of = meta.get(VERSION_OF)
     return Memory(
-        id=record.id,
+        id=version_of if isinstance(version_of, str) else record.id,
         tenant=tenant,
         agent_id=str(meta.get("agent_id", "")),
         scope=scope,
@@ -215,4 +341,8 @@ def _from_record(tenant: str, record: Record) -> Memory:
         expires_at=record.expires_at,
         created_at=record.created_at,
         updated_at=record.updated_at,
+        valid_from=starts(record),
+        valid_to=record.valid_to,
+        superseded_by=record.superseded_by,
+        closed_reason=as_closed_reason(record.closed_reason),
     )

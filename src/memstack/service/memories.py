@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
+import threading
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
@@ -62,6 +64,7 @@ MAX_SEARCH_LIMIT: Final = 100
 KEYWORD_WEIGHT: Final = 0.3
 PRUNE_EVERY_S: Final = 1.0
 _DELETE_BATCH: Final = 500
+_WRITE_LOCKS: Final = 64
 
 SearchMode = Literal["hybrid", "text", "semantic"]
 _log = logging.getLogger("memstack.service")
@@ -139,6 +142,9 @@ class MemoryService:
         self.clock: Clock = clock or SystemClock()
         self._sync = TierSync(short_term, self.long_term, self.clock)
         self._pruned_at = float("-inf")
+        # Two writes of one memory in this process are serialized, so each closes the
+        # version the other wrote (processes sharing a database can still interleave).
+        self._write_locks = [threading.Lock() for _ in range(_WRITE_LOCKS)]
 
     # -- writing -----------------------------------------------------------------------
 
@@ -155,7 +161,9 @@ class MemoryService:
         ttl: object = None,
     ) -> Memory:
         """Store a memory, or update the one with the same identity (upsert). A session
-        memory without a ``session_id`` belongs to the session ``DEFAULT_SESSION``."""
+        memory without a ``session_id`` belongs to the session ``DEFAULT_SESSION``.
+
+        A new value closes the current one, which stays in ``history`` (see ``update``)."""
         check_id_part(agent_id, "agent_id")
         principal.check_agent(agent_id)
         scope = _check_scope(scope)
@@ -201,7 +209,12 @@ class MemoryService:
         ttl: object = _UNSET,
     ) -> Memory:
         """Change a memory's value, metadata or TTL in every tier and index.
-        ``ttl=None`` removes the TTL; leaving it out keeps the current one."""
+        ``ttl=None`` removes the TTL; leaving it out keeps the current one.
+
+        A new value supersedes the current version: it is kept, closed, in ``history``,
+        and the memory is valid from now. A change of metadata or TTL alone rewrites the
+        current version in place (its ``valid_from`` stays); so does storing the same
+        value again."""
         current = await self.get(principal, memory_id)
         now = self.clock.now()
         changed = replace(
@@ -220,20 +233,20 @@ class MemoryService:
             "metadata": memory.metadata,
         }
         refuse_secrets(fields, where="memory")  # here, in the worker thread, off the loop
-        existing = self.long_term.get(memory.tenant, memory.id)
-        if existing is not None:
-            memory = replace(memory, created_at=existing.created_at)
         vector = self.embedder.embed_batch([f"{memory.key}: {memory.value}"])[0]
-        evicted = self.long_term.upsert(
-            memory, vector, keep=self.ltm_max_entries, model_id=self.embedder.model_id
-        )
-        self._stm_put(memory)
-        if evicted:
-            self._stm_remove(memory.tenant, memory.bucket, evicted)
-        return memory
+        lock = self._write_locks[zlib.crc32(memory.id.encode()) % _WRITE_LOCKS]
+        with lock:
+            written = self.long_term.upsert(
+                memory, vector, keep=self.ltm_max_entries, model_id=self.embedder.model_id
+            )
+        self._stm_put(written.memory)
+        if written.evicted:
+            self._stm_remove(memory.tenant, memory.bucket, written.evicted)
+        return written.memory
 
     async def delete(self, principal: Principal, memory_id: str) -> Memory:
-        """Remove a memory from every tier and index; returns what was removed."""
+        """Erase a memory and every version of it from every tier and index; returns
+        what was removed. Nothing of it stays in ``history``: a delete is an erasure."""
         memory = await self.get(principal, memory_id)
         await asyncio.to_thread(self._remove, memory.tenant, memory.bucket, [memory.id])
         return memory
@@ -246,9 +259,11 @@ class MemoryService:
         session_id: str | None = None,
         scope: Scope | None = None,
     ) -> int:
-        """Erase every memory ``list`` would show for these filters (expired ones too)
-        from every tier and index; returns how many were deleted. An erasure needs
-        ``agent_id`` or ``session_id``: the whole tenant is never one call away."""
+        """Erase every memory ``list`` would show for these filters (expired ones too),
+        with every version of them, and the closed versions and evicted memories the same
+        filters select, from every tier and index; returns how many current memories
+        were deleted. An erasure needs ``agent_id`` or ``session_id``: the whole tenant is
+        never one call away."""
         if agent_id is None and session_id is None:
             raise InvalidInput(
                 "give agent_id or session_id to say whose memories to delete.", field="agent_id"
@@ -262,10 +277,17 @@ class MemoryService:
     def _delete_where(self, tenant: str, buckets: builtins.list[str], where: _Where) -> int:
         deleted = 0
         for bucket in buckets:
-            selector = replace(where.filter_for(bucket) or Filter(), include_expired=True)
-            while found := self.long_term.list(tenant, bucket, selector, limit=_DELETE_BATCH):
-                self._remove(tenant, bucket, [m.id for m in found])
-                deleted += len(found)
+            selector = replace(
+                where.filter_for(bucket) or Filter(), include_expired=True, include_superseded=True
+            )
+            while found := self.long_term.records_page(
+                tenant, bucket, selector, limit=_DELETE_BATCH
+            ):
+                deleted += sum(1 for r in found if r.valid_to is None)  # versions are closed
+                memory_ids = [from_record(tenant, r).id for r in found]
+                self._remove(
+                    tenant, bucket, [*dict.fromkeys([*memory_ids, *(r.id for r in found)])]
+                )
         return deleted
 
     def _remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> None:
@@ -281,12 +303,29 @@ class MemoryService:
     # -- reading -----------------------------------------------------------------------
 
     async def get(self, principal: Principal, memory_id: str) -> Memory:
-        if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 200:
-            raise NotFound(f"no memory {memory_id!r}.", field="id")
+        """The current version of a memory (``NotFound`` when there is none, or the
+        caller may not see it; a memory evicted by the cap has no current version)."""
+        _check_memory_id(memory_id)
         memory = await asyncio.to_thread(self.long_term.get, principal.tenant, memory_id)
         if memory is None or not principal.may_see(memory):
             raise NotFound(f"no memory {memory_id!r}.", field="id")
         return memory
+
+    async def history(self, principal: Principal, memory_id: str) -> builtins.list[Memory]:
+        """Every version of a memory, oldest first, each with its validity and what
+        replaced it (``superseded_by``, ``closed_reason``); the last is the current one,
+        or the evicted one (``closed_reason="evicted"``) after the cap evicted it. At
+        most ``MAX_VERSIONS`` closed versions are kept. ``NotFound`` as for ``get``:
+        another tenant's memory, one the caller's key may not see, one deleted."""
+        _check_memory_id(memory_id)
+        versions = await asyncio.to_thread(self._history, principal, memory_id)
+        if not versions or not all(principal.may_see(m) for m in versions):
+            raise NotFound(f"no memory {memory_id!r}.", field="id")
+        return versions
+
+    def _history(self, principal: Principal, memory_id: str) -> builtins.list[Memory] | None:
+        buckets = self._buckets(principal, None, None)
+        return self.long_term.history(principal.tenant, memory_id, buckets)
 
     async def list(
         self,
@@ -494,6 +533,11 @@ class MemoryService:
     async def prune_expired(self) -> int:
         """Delete expired memories from the long-term tier (reads already hide them)."""
         return await asyncio.to_thread(self.long_term.records.prune_expired, self.clock.now())
+
+
+def _check_memory_id(memory_id: object) -> None:
+    if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 200:
+        raise NotFound(f"no memory {memory_id!r}.", field="id")
 
 
 def _check_scope(scope: object) -> Scope:

@@ -1,4 +1,4 @@
-"""The memory service's values: a memory, its scope, and where it lives."""
+"""The memory service's values: a memory, its scope, its validity, and where it lives."""
 
 from __future__ import annotations
 
@@ -12,12 +12,15 @@ from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput
 
 __all__ = [
+    "CLOSED_REASONS",
     "GLOBAL_BUCKET",
     "MAX_KEY_CHARS",
     "MAX_VALUE_CHARS",
     "SCOPES",
+    "ClosedReason",
     "Memory",
     "Scope",
+    "as_closed_reason",
     "bucket_of",
     "check_id_part",
     "memory_from_json",
@@ -27,6 +30,10 @@ __all__ = [
 
 Scope = Literal["session", "agent", "global"]
 SCOPES: Final[tuple[Scope, ...]] = get_args(Scope)
+ClosedReason = Literal["superseded", "deleted", "evicted"]
+"""Why a version stopped being current: a new value replaced it, it was retired, or the
+long-term cap evicted it."""
+CLOSED_REASONS: Final[tuple[ClosedReason, ...]] = get_args(ClosedReason)
 GLOBAL_BUCKET: Final = "~global"
 """The short-term bucket and storage partition global memories share (no agent id has '~')."""
 
@@ -44,6 +51,11 @@ class Memory:
     Identity is ``(tenant, scope, agent_id, session_id, key)`` for agent and session
     scope and ``(tenant, "global", key)`` for global scope: storing the same identity
     again updates it (upsert), and ``id`` is derived from it.
+
+    A memory has versions: a new value closes the one before (``valid_to``,
+    ``superseded_by``) and keeps it as history. Every version carries the ``id`` of the
+    memory it is a version of, so a read ``as_of`` a past moment shows "memory ``id`` as it
+    was then"; ``valid_to`` is None on the current version only.
     """
 
     id: str
@@ -60,10 +72,28 @@ class Memory:
     """Seconds since the epoch after which the memory is never returned; None = no TTL."""
     created_at: float
     updated_at: float
+    valid_from: float | None = None
+    """Since when this version's value holds (the store or update that set it); None: since
+    ``created_at``. Every memory the service returns has it set."""
+    valid_to: float | None = None
+    """Until when it held: None while current."""
+    superseded_by: str | None = None
+    """The id of the memory whose newer version replaced this one (its own ``id``)."""
+    closed_reason: ClosedReason | None = None
+    """Why ``valid_to`` is set; None while current."""
 
     @property
     def bucket(self) -> str:
         return bucket_of(self.scope, self.agent_id)
+
+    @property
+    def starts(self) -> float:
+        """``valid_from``, or ``created_at`` when it is unset."""
+        return self.created_at if self.valid_from is None else self.valid_from
+
+    @property
+    def is_current(self) -> bool:
+        return self.valid_to is None
 
     def is_expired(self, now: float) -> bool:
         return self.expires_at is not None and self.expires_at <= now
@@ -113,6 +143,10 @@ def memory_to_json(memory: Memory) -> str:
             "expires_at": memory.expires_at,
             "created_at": memory.created_at,
             "updated_at": memory.updated_at,
+            "valid_from": memory.valid_from,
+            "valid_to": memory.valid_to,
+            "superseded_by": memory.superseded_by,
+            "closed_reason": memory.closed_reason,
         },
         ensure_ascii=False,
         separators=(",", ":"),
@@ -120,6 +154,8 @@ def memory_to_json(memory: Memory) -> str:
 
 
 def memory_from_json(text: str | bytes) -> Memory:
+    """A memory from ``memory_to_json``; JSON written before memories had validity (no
+    ``valid_*`` fields) loads as a current memory valid since its ``created_at``."""
     data = json.loads(text)
     scope = data["scope"]
     if scope not in SCOPES:
@@ -138,4 +174,24 @@ def memory_from_json(text: str | bytes) -> Memory:
         expires_at=data.get("expires_at"),
         created_at=float(data["created_at"]),
         updated_at=float(data["updated_at"]),
+        valid_from=_optional_float(data.get("valid_from")),
+        valid_to=_optional_float(data.get("valid_to")),
+        superseded_by=_optional_str(data.get("superseded_by")),
+        closed_reason=as_closed_reason(data.get("closed_reason")),
     )
+
+
+def as_closed_reason(value: object) -> ClosedReason | None:
+    """``value`` if it is a known reason, else None."""
+    for reason in CLOSED_REASONS:
+        if value == reason:
+            return reason
+    return None
+
+
+def _optional_float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _optional_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
