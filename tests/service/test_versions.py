@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memstack import ManualClock, NotFound
+from memstack import InvalidInput, ManualClock, NotFound
 from memstack.embeddings import HashEmbedder
 from memstack.service.ltm import MAX_VERSIONS
 from memstack.service.memories import MemoryService
@@ -258,3 +258,69 @@ def test_stored_json_without_validity_still_loads():
         closed_reason="superseded",
     )
     assert memory_from_json(memory_to_json(closed)) == closed
+
+
+async def test_as_of_shows_the_version_valid_then_with_the_memory_id(
+    service: MemoryService, clock: ManualClock
+):
+    t0 = clock.now()
+    bob = await lives_in(service, clock, "Lisbon", "Berlin")
+    await service.store(ACME, agent_id="bot", key="ann.city", value="Oslo")
+    for at, values in [
+        (t0 - 1, []),
+        (t0 + 30, ["Lisbon"]),
+        (t0 + 60, ["Berlin"]),
+        (clock.now(), ["Oslo", "Berlin"]),
+    ]:
+        page = await service.list(ACME, agent_id="bot", as_of=at)
+        assert [m.value for m in page.memories] == values
+        assert page.total == len(values)
+    (then,) = (await service.list(ACME, agent_id="bot", as_of=t0 + 30)).memories
+    assert (then.id, then.valid_to, then.superseded_by) == (bob.id, t0 + 60, bob.id)
+
+
+async def test_include_superseded_lists_every_version_in_pages_that_never_overlap(
+    service: MemoryService, clock: ManualClock
+):
+    await lives_in(service, clock, "Lisbon", "Berlin", "Rome")
+    await service.store(ACME, agent_id="bot", key="ann.city", value="Oslo", scope="global")
+    page = await service.list(ACME, include_superseded=True)
+    assert page.total == 4
+    every = [(m.value, m.valid_to is None) for m in page.memories]
+    assert every == [("Oslo", True), ("Rome", True), ("Berlin", False), ("Lisbon", False)]
+    paged = [
+        m.value
+        for offset in range(4)
+        for m in (
+            await service.list(ACME, include_superseded=True, limit=1, offset=offset)
+        ).memories
+    ]
+    assert paged == [value for value, _ in every]
+    keyed = await service.list(ACME, agent_id="bot", key="bob.city", include_superseded=True)
+    assert keyed.total == 3
+
+
+async def test_search_as_of_finds_the_old_value(service: MemoryService, clock: ManualClock):
+    t0 = clock.now()
+    bob = await lives_in(service, clock, "Bob lives in Lisbon", "Bob moved to Berlin")
+    (now,) = await service.search(ACME, "Where does Bob live?", agent_id="bot")
+    assert now.memory.value == "Bob moved to Berlin"
+    (then,) = await service.search(ACME, "Where does Bob live?", agent_id="bot", as_of=t0 + 1)
+    assert (then.memory.id, then.memory.value) == (bob.id, "Bob lives in Lisbon")
+    assert await service.search(ACME, "Lisbon", mode="text", as_of=t0 - 1) == []
+
+
+@pytest.mark.parametrize("as_of", [float("nan"), float("inf"), "yesterday", True, [1.0]])
+async def test_as_of_must_be_a_finite_number(service: MemoryService, as_of: object):
+    with pytest.raises(InvalidInput) as listed:
+        await service.list(ACME, as_of=as_of)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput) as searched:
+        await service.search(ACME, "bob", as_of=as_of)  # type: ignore[arg-type]
+    assert listed.value.field == searched.value.field == "as_of"
+    assert "as_of" in str(listed.value)
+
+
+async def test_as_of_and_include_superseded_exclude_each_other(service: MemoryService):
+    with pytest.raises(InvalidInput) as caught:
+        await service.list(ACME, as_of=1.0, include_superseded=True)
+    assert caught.value.field == "as_of" and "include_superseded" in str(caught.value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
+import math
 import threading
 import time
 import zlib
@@ -42,7 +43,7 @@ from memstack.service.types import (
     check_id_part,
     memory_id,
 )
-from memstack.storage import Filter, RecordStore
+from memstack.storage import Filter, Record, RecordStore
 from memstack.storage.hybrid import hybrid_candidates
 
 __all__ = [
@@ -74,12 +75,15 @@ _UNSET: Final = object()
 @dataclass(frozen=True, kw_only=True)
 class _Where:
     """The filters of a list or search; ``agent_id`` only narrows the global bucket
-    (an agent's own bucket holds nothing else)."""
+    (an agent's own bucket holds nothing else). Current versions, unless ``as_of`` a
+    moment or ``include_superseded``."""
 
     scope: Scope | None
     session_id: str | None
     key: str | None
     agent_id: str | None
+    as_of: float | None = None
+    include_superseded: bool = False
 
     def filter_for(self, bucket: str) -> Filter | None:
         return memory_filter(
@@ -87,6 +91,8 @@ class _Where:
             session_id=self.session_id,
             key=self.key,
             agent_id=self.agent_id if bucket == GLOBAL_BUCKET else None,
+            as_of=self.as_of,
+            include_superseded=self.include_superseded,
         )
 
 
@@ -337,11 +343,27 @@ class MemoryService:
         key: str | None = None,
         limit: int = 50,
         offset: int = 0,
+        as_of: float | None = None,
+        include_superseded: bool = False,
     ) -> MemoryPage:
-        """A page of memories, newest first, filtered by agent, scope, session and key."""
+        """A page of memories, newest first, filtered by agent, scope, session and key.
+
+        Current versions only, unless ``as_of`` (seconds since the epoch, like
+        ``created_at``) asks for the versions valid at that moment, or
+        ``include_superseded`` for every version, current or closed (a memory, then its
+        closed versions newest first). A version carries the ``id`` of its memory. Not
+        both."""
         limit, offset = _check_page(limit, offset, MAX_LIST_LIMIT)
+        as_of, include_superseded = _check_validity(as_of, include_superseded)
         buckets = await asyncio.to_thread(self._buckets, principal, agent_id, scope)
-        where = _Where(scope=scope, session_id=session_id, key=key, agent_id=agent_id)
+        where = _Where(
+            scope=scope,
+            session_id=session_id,
+            key=key,
+            agent_id=agent_id,
+            as_of=as_of,
+            include_superseded=include_superseded,
+        )
         return await asyncio.to_thread(self._list, principal.tenant, buckets, where, limit, offset)
 
     def _buckets(
@@ -368,14 +390,20 @@ class MemoryService:
         self, tenant: str, buckets: builtins.list[str], where: _Where, limit: int, offset: int
     ) -> MemoryPage:
         wanted = offset + limit
-        merged: builtins.list[Memory] = []
+        merged: builtins.list[Record] = []
         total = 0
         for bucket in buckets:
             selector = where.filter_for(bucket)
             total += self.long_term.count(tenant, bucket, selector)
-            merged.extend(self.long_term.list(tenant, bucket, selector, limit=wanted))
-        merged.sort(key=lambda m: (m.created_at, m.id), reverse=True)
-        return MemoryPage(memories=merged[offset:wanted], total=total, limit=limit, offset=offset)
+            merged.extend(self.long_term.records_page(tenant, bucket, selector, limit=wanted))
+        # The store's own order (record ids break ties), so pages never overlap.
+        merged.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+        return MemoryPage(
+            memories=[from_record(tenant, r) for r in merged[offset:wanted]],
+            total=total,
+            limit=limit,
+            offset=offset,
+        )
 
     async def search(
         self,
@@ -388,8 +416,11 @@ class MemoryService:
         key: str | None = None,
         mode: SearchMode = "hybrid",
         limit: int = 10,
+        as_of: float | None = None,
     ) -> builtins.list[SearchHit]:
-        """Full-text, semantic or hybrid search of the long-term tier, best first."""
+        """Full-text, semantic or hybrid search of the long-term tier, best first; of the
+        current versions, or with ``as_of`` of the versions valid at that moment (each
+        carries the ``id`` of its memory)."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query must be a non-empty string.", field="query")
         if len(query) > MAX_VALUE_CHARS:
@@ -397,8 +428,9 @@ class MemoryService:
         if mode not in ("hybrid", "text", "semantic"):
             raise InvalidInput("mode must be one of hybrid, text, semantic.", field="mode")
         limit, _ = _check_page(limit, 0, MAX_SEARCH_LIMIT)
+        as_of, _ = _check_validity(as_of, False)
         buckets = await asyncio.to_thread(self._buckets, principal, agent_id, scope)
-        where = _Where(scope=scope, session_id=session_id, key=key, agent_id=agent_id)
+        where = _Where(scope=scope, session_id=session_id, key=key, agent_id=agent_id, as_of=as_of)
         return await asyncio.to_thread(
             self._search, principal.tenant, buckets, where, query, mode, limit
         )
@@ -580,6 +612,26 @@ def _check_metadata(metadata: object) -> dict[str, JSON]:
     if len(str(checked)) > 8_192:
         raise InvalidInput("metadata is over 8 KiB; keep tags small.", field="metadata")
     return checked
+
+
+def _check_validity(as_of: object, include_superseded: object) -> tuple[float | None, bool]:
+    if as_of is not None and (
+        isinstance(as_of, bool) or not isinstance(as_of, int | float) or not math.isfinite(as_of)
+    ):
+        raise InvalidInput(
+            f"as_of must be a finite number of seconds since the epoch (like created_at); "
+            f"got {as_of!r}.",
+            field="as_of",
+        )
+    if not isinstance(include_superseded, bool):
+        raise InvalidInput("include_superseded must be true or false.", field="include_superseded")
+    if as_of is not None and include_superseded:
+        raise InvalidInput(
+            "as_of and include_superseded exclude each other: as_of shows the versions "
+            "valid at one moment, include_superseded every version; drop one.",
+            field="as_of",
+        )
+    return (None if as_of is None else float(as_of)), include_superseded
 
 
 def _check_page(limit: object, offset: object, max_limit: int) -> tuple[int, int]:
