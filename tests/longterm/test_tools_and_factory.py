@@ -59,6 +59,16 @@ async def test_ltm_remember_says_truthfully_why_it_refused(memory: LongTermMemor
     assert await memory.count() == 1
 
 
+async def test_ltm_remember_supersedes_a_recalled_memory(memory: LongTermMemory):
+    remember, recall = LtmRememberTool(memory), LtmRecallTool(memory)
+    old = await run(remember, {"text": "The user lives in Lisbon"})
+    new = await run(remember, {"text": "The user lives in Berlin", "supersedes": [old["id"]]})
+    assert new == {"ok": True, "id": new["id"], "supersedes": [old["id"]]}
+    result = await run(recall, {"query": "Where does the user live?", "k": 5})
+    assert [m["id"] for m in result["memories"]] == [new["id"]]
+    assert [v.id for v in await memory.history(new["id"])] == [old["id"], new["id"]]
+
+
 @pytest.mark.parametrize(
     ("tool_cls", "params", "field"),
     [
@@ -70,6 +80,8 @@ async def test_ltm_remember_says_truthfully_why_it_refused(memory: LongTermMemor
         (LtmRememberTool, {"text": "x", "extra": 1}, "extra"),
         (LtmRememberTool, {"text": "y" * 5000}, "text"),
         (LtmRecallTool, {"query": "   "}, "query"),
+        (LtmRememberTool, {"text": "x", "supersedes": "abc"}, "supersedes"),
+        (LtmRememberTool, {"text": "x", "supersedes": ["not-a-stored-id"]}, "supersedes"),
     ],
 )
 async def test_bad_tool_arguments(memory, tool_cls, params, field):

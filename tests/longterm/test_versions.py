@@ -107,7 +107,7 @@ async def test_supersedes_refuses_unknown_or_closed_ids_and_changes_nothing(
     with pytest.raises(InvalidInput, match="already superseded"):
         await memory.remember("Bob lives in Rome", supersedes=[first.id])
     with pytest.raises(InvalidInput) as caught:
-        await memory.remember("x", supersedes="abc")  # type: ignore[arg-type]
+        await memory.remember("x", supersedes="abc")
     assert caught.value.field == "supersedes"
     texts = sorted(i.text for i in await memory.items(include_superseded=True))
     assert texts == ["Bob lives in Lisbon", "Bob lives in Oslo"]

@@ -51,3 +51,27 @@ def test_a_flood_of_harmless_frames_is_refused_not_scanned_forever():
     flood = "key: value " * (MAX_CANDIDATES + 1)
     assert secret_kind(flood) == TOO_MANY_CANDIDATES
     assert secret_kind("key: value " * (MAX_CANDIDATES - 1)) is None
+
+
+MODEL_REPLIES = {
+    "fence then spaces": "```" + " " * MB + "x",
+    "fence json then spaces": "```json" + " \n" * (MB // 2),
+    "spaces then fence": " " * MB + "```",
+}
+
+
+@pytest.mark.parametrize("reply", MODEL_REPLIES.values(), ids=MODEL_REPLIES.keys())
+def test_a_megabyte_model_reply_is_unfenced_and_refused_in_under_100_ms(reply: str):
+    """Extraction and reconciliation replies come from the model, whose size nobody
+    bounds; taking a code fence off used a pattern that backtracked quadratically
+    (20,000 spaces after a fence: over 10 s)."""
+    from memstack.longterm import parse_candidates
+    from memstack.longterm.reconcile import ReconcileError, parse_decisions
+
+    start = time.perf_counter()
+    assert parse_candidates(reply) == []
+    with pytest.raises(ReconcileError):
+        parse_decisions(reply, 1, [[]])
+    elapsed = time.perf_counter() - start
+    print(f"\n{len(reply):,} characters: {elapsed * 1000:.1f} ms")
+    assert elapsed < 0.1

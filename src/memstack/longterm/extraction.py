@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Sequence
 from typing import Final
 
 from memstack._json import JSON
+from memstack.longterm._fence import unfenced
 from memstack.longterm.types import LTM_KINDS, Candidate
 from memstack.providers.base import Message
 
@@ -47,7 +47,6 @@ where kind is one of {", ".join(LTM_KINDS)} and importance is between 0 and 1
 {MAX_CANDIDATES} memories; return {{"memories": []}} when nothing qualifies."""
 
 _LABELS: Final = {"user": "User", "assistant": "Assistant"}
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.I)
 
 
 def render_conversation(messages: Sequence[Message], *, limit: int = MAX_INPUT_CHARS) -> str:
@@ -82,7 +81,7 @@ def parse_candidates(reply: str) -> list[Candidate]:
     Unknown kinds become ``fact``; importance is clamped to [0, 1] (0.5 if absent).
     """
     try:
-        data = json.loads(_FENCE.sub("", reply.strip()))
+        data = json.loads(unfenced(reply))
     except json.JSONDecodeError:
         return []
     items = data.get("memories") if isinstance(data, dict) else data

@@ -25,6 +25,7 @@ from typing import Final, Literal, TypeGuard, get_args
 
 from memstack._json import JSON
 from memstack.errors import InvalidInput, ProviderError
+from memstack.longterm._fence import unfenced
 from memstack.longterm.types import Candidate
 from memstack.providers.base import Message
 
@@ -83,7 +84,6 @@ in order of the candidate numbers, and no other keys:
 {"decisions": [{"candidate": 0, "action": "add"}, \
 {"candidate": 1, "action": "update", "id": "<id>"}, ...]}"""
 
-_FENCE: Final = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\Z", re.S | re.I)
 _ID_SHAPE: Final = re.compile(r'[^\s\[\]"]+')
 _TOP_KEYS: Final = frozenset({"decisions"})
 _DECISION_KEYS: Final = frozenset({"candidate", "action", "id"})
@@ -253,10 +253,7 @@ def _check_id(memory_id: str, field: str) -> None:
 
 
 def _decision_list(reply: str, provider: str) -> list[JSON]:
-    text = reply.strip()
-    fenced = _FENCE.match(text)
-    if fenced is not None:
-        text = fenced.group(1).strip()
+    text = unfenced(reply)
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, a duplicate key, NaN
