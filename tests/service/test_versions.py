@@ -3,16 +3,17 @@ one and keeps it, history shows them all, the cap closes what it evicts, a delet
 everything of a memory."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from memstack import InvalidInput, ManualClock, NotFound
 from memstack.embeddings import HashEmbedder
-from memstack.service.ltm import MAX_VERSIONS
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
 from memstack.service.stm import InProcessTier
 from memstack.service.types import Memory, memory_from_json, memory_to_json
+from memstack.service.versions import MAX_VERSIONS
 from memstack.storage import Filter, RecordStore
 
 ACME = Principal(tenant="acme")
@@ -234,7 +235,7 @@ async def test_history_of_an_evicted_memory_is_scoped_too(records: RecordStore, 
 
 
 def test_stored_json_without_validity_still_loads():
-    old = {
+    old: dict[str, object] = {
         "id": "mem_1",
         "tenant": "acme",
         "agent_id": "bot",
@@ -250,8 +251,8 @@ def test_stored_json_without_validity_still_loads():
     memory = memory_from_json(json.dumps(old))
     assert (memory.valid_from, memory.valid_to, memory.superseded_by) == (None, None, None)
     assert memory.starts == 10.0 and memory.is_current
-    closed = Memory(
-        **{**old, "metadata": {}},
+    closed = replace(
+        memory,
         valid_from=11.0,
         valid_to=12.0,
         superseded_by="mem_1",
