@@ -11,6 +11,7 @@ EXPECTED = {
     ("delete", "/api/memories"): {403, 422},
     ("post", "/api/memories/search"): {400, 403, 413, 422},
     ("get", "/api/memories/{memory_id}"): {404, 422},
+    ("get", "/api/memories/{memory_id}/history"): {404, 422},
     ("put", "/api/memories/{memory_id}"): {400, 404, 413, 422},
     ("delete", "/api/memories/{memory_id}"): {404, 422},
     ("get", "/api/context"): {403, 422},

@@ -78,6 +78,12 @@ def get(memory_id: str) -> Call[t.Memory]:
     return Call(method="GET", path=f"/api/memories/{_segment(memory_id)}")
 
 
+def history(memory_id: str) -> Call[t.MemoryHistory]:
+    """Every version of a memory, oldest first, each with its validity and what replaced
+    it: ``{"id", "versions"}`` (``NotFound`` when there is no such memory)."""
+    return Call(method="GET", path=f"/api/memories/{_segment(memory_id)}/history")
+
+
 def update(
     memory_id: str,
     *,
@@ -118,12 +124,24 @@ def list_memories(
     key: str | None = None,
     limit: int = 50,
     offset: int = 0,
+    as_of: float | None = None,
+    include_superseded: bool = False,
 ) -> Call[t.MemoryPage]:
-    """A page of memories, newest first: ``{"memories", "total", "limit", "offset"}``."""
-    params = {"agent_id": agent_id, "scope": scope, "session_id": session_id, "key": key}
-    return Call(
-        method="GET", path="/api/memories", params={**params, "limit": limit, "offset": offset}
-    )
+    """A page of memories, newest first: ``{"memories", "total", "limit", "offset"}``.
+    Current versions; with ``as_of`` (seconds since the epoch) the versions valid at that
+    moment, each with the id of its memory; with ``include_superseded`` every version.
+    Not both."""
+    params: dict[str, object] = {
+        "agent_id": agent_id,
+        "scope": scope,
+        "session_id": session_id,
+        "key": key,
+        "limit": limit,
+        "offset": offset,
+        "as_of": as_of,
+        "include_superseded": True if include_superseded else None,
+    }
+    return Call(method="GET", path="/api/memories", params=params)
 
 
 def search(
@@ -135,10 +153,12 @@ def search(
     key: str | None = None,
     mode: t.SearchMode = "hybrid",
     limit: int = 10,
+    as_of: float | None = None,
 ) -> Call[t.SearchResults]:
-    """Hybrid (default), full-text or semantic search, best first."""
+    """Hybrid (default), full-text or semantic search, best first, of the current
+    versions; with ``as_of`` (seconds since the epoch) of those valid at that moment."""
     body: dict[str, object] = {"query": query, "mode": mode, "limit": limit}
-    body |= _given(agent_id=agent_id, scope=scope, session_id=session_id, key=key)
+    body |= _given(agent_id=agent_id, scope=scope, session_id=session_id, key=key, as_of=as_of)
     return Call(method="POST", path="/api/memories/search", body=body)
 
 

@@ -77,6 +77,7 @@ class MemoryClient:
 
     store = _blocking(calls.store)
     get = _blocking(calls.get)
+    history = _blocking(calls.history)
     update = _blocking(calls.update)
     delete = _blocking(calls.delete)
     delete_many = _blocking(calls.delete_many)
@@ -174,6 +175,7 @@ class AsyncMemoryClient:
 
     store = _awaitable(calls.store)
     get = _awaitable(calls.get)
+    history = _awaitable(calls.history)
     update = _awaitable(calls.update)
     delete = _awaitable(calls.delete)
     delete_many = _awaitable(calls.delete_many)

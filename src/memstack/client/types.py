@@ -9,6 +9,7 @@ from typing import Literal, TypedDict
 from memstack._json import JSON
 
 __all__ = [
+    "ClosedReason",
     "Context",
     "Deleted",
     "DeletedCount",
@@ -19,6 +20,7 @@ __all__ = [
     "KnowledgeHit",
     "KnowledgeResults",
     "Memory",
+    "MemoryHistory",
     "MemoryPage",
     "Scope",
     "SearchHit",
@@ -28,6 +30,7 @@ __all__ = [
 
 Scope = Literal["session", "agent", "global"]
 SearchMode = Literal["hybrid", "text", "semantic"]
+ClosedReason = Literal["superseded", "deleted", "evicted"]
 
 
 class Memory(TypedDict):
@@ -42,6 +45,19 @@ class Memory(TypedDict):
     """ISO 8601 UTC; None: no TTL."""
     created_at: str
     updated_at: str
+    valid_from: str
+    """ISO 8601 UTC: since when this version's value holds."""
+    valid_to: str | None
+    """ISO 8601 UTC: until when it held; None while it is the current version."""
+    superseded_by: str | None
+    """The id of the memory whose newer version replaced this one."""
+    closed_reason: ClosedReason | None
+
+
+class MemoryHistory(TypedDict):
+    id: str
+    versions: list[Memory]
+    """Oldest first; the last is the current version, or the evicted one."""
 
 
 class MemoryPage(TypedDict):

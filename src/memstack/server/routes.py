@@ -15,6 +15,7 @@ from memstack.errors import StoreUnavailable
 from memstack.server.auth import bearer_principal
 from memstack.server.errors import error_responses
 from memstack.server.schemas import (
+    AS_OF_HELP,
     ID_RULE,
     ContextOut,
     Deleted,
@@ -27,6 +28,7 @@ from memstack.server.schemas import (
     KnowledgeResults,
     KnowledgeSearch,
     MemoryCreate,
+    MemoryHistoryOut,
     MemoryOut,
     MemoryPageOut,
     MemoryUpdate,
@@ -36,6 +38,7 @@ from memstack.server.schemas import (
     context_out,
     document_out,
     document_summary,
+    history_out,
     hit_out,
     knowledge_hit_out,
     memory_out,
@@ -62,6 +65,7 @@ def api_routes(services: Services) -> APIRouter:
     """Every authenticated route, under ``/api``."""
     router = APIRouter(prefix="/api")
     router.include_router(_memory_routes(services))
+    router.include_router(_context_routes(services))
     router.include_router(_knowledge_routes(services))
     return router
 
@@ -95,8 +99,14 @@ def _memory_routes(services: Services) -> APIRouter:
         key: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
         offset: Annotated[int, Query(ge=0, le=MAX_LIST_OFFSET)] = 0,
+        as_of: Annotated[float | None, Query(allow_inf_nan=False, description=AS_OF_HELP)] = None,
+        include_superseded: Annotated[
+            bool,
+            Query(description="Every version, current or closed, each with its validity."),
+        ] = False,
     ) -> MemoryPageOut:
-        """A page of memories, newest first."""
+        """A page of memories, newest first: the current versions, or those valid
+        ``as_of`` a moment, or every version (``include_superseded``); not both."""
         page = await memories.list(
             caller,
             agent_id=agent_id,
@@ -105,6 +115,8 @@ def _memory_routes(services: Services) -> APIRouter:
             key=key,
             limit=limit,
             offset=offset,
+            as_of=as_of,
+            include_superseded=include_superseded,
         )
         return page_out(page)
 
@@ -124,7 +136,8 @@ def _memory_routes(services: Services) -> APIRouter:
 
     @router.post("/memories/search", responses=error_responses(*_ALWAYS, *_BODY, 403))
     async def search_memories(body: SearchRequest, caller: Caller) -> SearchResults:
-        """Full-text, semantic or hybrid (default) search."""
+        """Full-text, semantic or hybrid (default) search of the current versions, or of
+        those valid ``as_of`` a moment."""
         hits = await memories.search(
             caller,
             body.query,
@@ -134,12 +147,19 @@ def _memory_routes(services: Services) -> APIRouter:
             key=body.key,
             mode=body.mode,
             limit=body.limit,
+            as_of=body.as_of,
         )
         return SearchResults(results=[hit_out(h) for h in hits])
 
     @router.get("/memories/{memory_id}", responses=error_responses(*_ALWAYS, 404, 422))
     async def get_memory(memory_id: MemoryId, caller: Caller) -> MemoryOut:
         return memory_out(await memories.get(caller, memory_id))
+
+    @router.get("/memories/{memory_id}/history", responses=error_responses(*_ALWAYS, 404, 422))
+    async def memory_history(memory_id: MemoryId, caller: Caller) -> MemoryHistoryOut:
+        """Every version of a memory, oldest first, each with its validity and what
+        replaced it; also after the memory cap evicted it. A deleted memory has none."""
+        return history_out(memory_id, await memories.history(caller, memory_id))
 
     @router.put("/memories/{memory_id}", responses=error_responses(*_ALWAYS, *_BODY, 404))
     async def update_memory(memory_id: MemoryId, body: MemoryUpdate, caller: Caller) -> MemoryOut:
@@ -153,6 +173,14 @@ def _memory_routes(services: Services) -> APIRouter:
     async def delete_memory(memory_id: MemoryId, caller: Caller) -> Deleted:
         removed = await memories.delete(caller, memory_id)
         return Deleted(deleted=True, id=removed.id)
+
+    return router
+
+
+def _context_routes(services: Services) -> APIRouter:
+    router = APIRouter(tags=["memories"])
+    Caller = Annotated[Principal, Depends(bearer_principal(services.keys))]
+    memories = services.memories
 
     @router.get("/context", responses=error_responses(*_ALWAYS, 403, 422))
     async def context(

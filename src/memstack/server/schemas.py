@@ -31,6 +31,11 @@ from memstack.service.prompt import PromptContext
 from memstack.service.types import MAX_KEY_CHARS, MAX_VALUE_CHARS, Memory
 
 ScopeName = Literal["session", "agent", "global"]
+ClosedReasonName = Literal["superseded", "deleted", "evicted"]
+AS_OF_HELP = (
+    "Seconds since the epoch: answer with the versions valid at that moment (each carries "
+    "the id of its memory) instead of the current ones."
+)
 Ttl = StrictStr | StrictInt | StrictFloat | None
 ID_RULE = "1-128 characters: a letter or digit (any script), then letters, digits and _ . : @ / -"
 
@@ -105,6 +110,7 @@ class SearchRequest(_Body):
     key: StrictStr | None = Field(default=None, min_length=1, max_length=MAX_KEY_CHARS)
     mode: Literal["hybrid", "text", "semantic"] = "hybrid"
     limit: WholeNumber = Field(default=10, ge=1, le=100)
+    as_of: StrictFloat | None = Field(default=None, allow_inf_nan=False, description=AS_OF_HELP)
 
 
 class KnowledgeCreate(_Body):
@@ -187,11 +193,15 @@ class MemoryOut(BaseModel):
                     "expires_at": "2026-01-02T09:30:00.000Z",
                     "created_at": "2026-01-01T09:30:00.000Z",
                     "updated_at": "2026-01-01T09:30:00.000Z",
+                    "valid_from": "2026-01-01T09:30:00.000Z",
+                    "valid_to": None,
+                    "superseded_by": None,
+                    "closed_reason": None,
                 }
             ]
         }
     )
-    id: str
+    id: str = Field(description="The memory's id; a past version carries it too.")
     agent_id: str
     scope: ScopeName
     key: str
@@ -201,6 +211,25 @@ class MemoryOut(BaseModel):
     expires_at: str | None = Field(description="ISO 8601 UTC; null: no TTL.")
     created_at: str
     updated_at: str
+    valid_from: str = Field(description="ISO 8601 UTC: since when this version's value holds.")
+    valid_to: str | None = Field(
+        description="ISO 8601 UTC: until when it held; null while it is the current version."
+    )
+    superseded_by: str | None = Field(
+        description="The id of the memory whose newer version replaced this one."
+    )
+    closed_reason: ClosedReasonName | None = Field(
+        description="Why valid_to is set: a new value (superseded) or the memory cap "
+        "(evicted); null while current."
+    )
+
+
+class MemoryHistoryOut(BaseModel):
+    id: str
+    versions: list[MemoryOut] = Field(
+        description="Every version kept, oldest first; the last is the current one, or the "
+        "evicted one."
+    )
 
 
 class MemoryPageOut(BaseModel):
@@ -291,7 +320,15 @@ def memory_out(memory: Memory) -> MemoryOut:
         expires_at=None if memory.expires_at is None else iso(memory.expires_at),
         created_at=iso(memory.created_at),
         updated_at=iso(memory.updated_at),
+        valid_from=iso(memory.starts),
+        valid_to=None if memory.valid_to is None else iso(memory.valid_to),
+        superseded_by=memory.superseded_by,
+        closed_reason=memory.closed_reason,
     )
+
+
+def history_out(memory_id: str, versions: list[Memory]) -> MemoryHistoryOut:
+    return MemoryHistoryOut(id=memory_id, versions=[memory_out(m) for m in versions])
 
 
 def page_out(page: MemoryPage) -> MemoryPageOut:
