@@ -255,3 +255,21 @@ async def test_recall_ranks_by_the_score_its_breakdown_shows(memory: LongTermMem
         s = r.scores
         lifted = s.relevance + s.session + s.speaker + s.time
         assert s.score == pytest.approx(0.7 * lifted + 0.2 * s.recency + 0.1 * s.importance)
+
+
+def test_which_state_time_matches_states_time_text_by_text() -> None:
+    from memstack.longterm.scoring import states_time, which_state_time
+
+    texts = [
+        "We met last week",
+        "",
+        "last",
+        "week of fun",
+        "no time here",
+        "In 2019 I moved",
+        "Sunday",
+        "last\nweek",
+    ]
+    assert which_state_time(texts) == [states_time(t) for t in texts]
+    assert which_state_time(texts) == [True, False, False, True, False, True, True, True]
+    assert which_state_time([]) == []

@@ -186,3 +186,14 @@ async def test_as_of_is_checked(memory: LongTermMemory) -> None:
     with pytest.raises(InvalidInput) as caught:
         await memory.items(as_of=NOW, include_superseded=True)
     assert caught.value.field == "as_of"
+
+
+async def test_versions_stored_at_one_moment_come_in_the_order_they_replaced(
+    memory: LongTermMemory,
+) -> None:
+    ids: list[str] = []
+    for city in ["Lisbon", "Berlin", "Oslo", "Kyoto", "Lima"]:
+        outcome = await memory.remember(f"Bob lives in {city}", supersedes=ids[-1:])
+        assert outcome.id is not None
+        ids.append(outcome.id)
+    assert [v.id for v in await memory.history(ids[2])] == ids

@@ -201,7 +201,7 @@ class LongTermMemory:
 
     def _score(self, hit: HybridHit, now: float, context: ContextTerms) -> ScoreBreakdown:
         record = hit.record
-        score = hybrid_score(
+        return hybrid_score(
             context=context,
             similarity=hit.similarity,
             keyword=hit.keyword,
@@ -210,8 +210,8 @@ class LongTermMemory:
                 created_at=record.created_at, last_accessed_at=record.last_accessed_at, now=now
             ),
             importance=record.importance,
+            provenance=record.provenance,
         )
-        return replace(score, provenance=record.provenance)
 
     # -- writing -----------------------------------------------------------------
 

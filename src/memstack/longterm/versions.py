@@ -86,9 +86,22 @@ def history(store: RecordStore, namespace: str, memory_id: str) -> list[Record]:
         found += store.list(namespace, filter=everything, limit=MAX_VERSIONS)
         frontier = list({r.id: r for r in found if r.id not in versions}.values())
         versions.update((r.id, r) for r in frontier)
-    return sorted(versions.values(), key=_started)
+    after = {r.id: _successors(r, versions) for r in versions.values()}
+    return sorted(versions.values(), key=lambda r: (*_started(r), -after[r.id], r.id))
 
 
-def _started(record: Record) -> tuple[float, float, str]:
+def _started(record: Record) -> tuple[float, float]:
     start = record.valid_from if record.valid_from is not None else record.created_at
-    return (start, record.created_at, record.id)
+    return (start, record.created_at)
+
+
+def _successors(record: Record, versions: Mapping[str, Record]) -> int:
+    """How many versions follow ``record`` along ``superseded_by``: among versions that
+    started at the same moment, the one replaced comes first."""
+    count, seen = 0, {record.id}
+    following = record.superseded_by
+    while following is not None and following in versions and following not in seen:
+        seen.add(following)
+        following = versions[following].superseded_by
+        count += 1
+    return count
