@@ -102,7 +102,7 @@ class LongTermTier:
         replaces as history in the same one:
 
         - a current version with another value is closed at ``memory.updated_at`` and kept
-          (see the module docstring); the memory is valid from then. A change of metadata
+          (``versions.py``); the memory is valid from then. A change of metadata
           or TTL only overwrites the current version in place, validity unchanged;
         - a version the cap evicted is kept as it is, and the memory starts anew;
         - beyond ``MAX_VERSIONS`` closed versions, the earliest closed are deleted;

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
-import math
 import threading
 import time
 import zlib
@@ -21,11 +20,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
-from memstack._json import JSON, to_json
+from memstack._json import JSON
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput, NotFound
 from memstack.longterm.secrets import refuse_secrets
+from memstack.service.checks import (
+    check_key,
+    check_memory_id,
+    check_metadata,
+    check_scope,
+    check_validity,
+    check_value,
+)
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.ltm import LongTermTier, from_record, memory_filter
 from memstack.service.principal import Principal
@@ -35,9 +42,7 @@ from memstack.service.stm_sync import TierSync
 from memstack.service.ttl import expiry_from_ttl
 from memstack.service.types import (
     GLOBAL_BUCKET,
-    MAX_KEY_CHARS,
     MAX_VALUE_CHARS,
-    SCOPES,
     Memory,
     Scope,
     check_id_part,
@@ -115,10 +120,12 @@ class SearchHit:
 class MemoryService:
     """Memories of agents, scoped by tenant, in a short-term and a long-term tier.
 
-    ``ltm_max_entries`` caps each agent's memories (its agent and session scopes) and,
-    separately, the tenant's global memories; every store evicts the oldest beyond it
-    from every tier and index. The short-term tier keeps its own ``max_entries`` per
-    agent (``STM_MAX_ENTRIES``).
+    ``ltm_max_entries`` caps each agent's current memories (its agent and session scopes)
+    and, separately, the tenant's global ones; every store evicts the oldest beyond it
+    from every tier and index. An evicted memory is closed, not deleted: ``history``
+    still shows it (``closed_reason="evicted"``); ``get``, ``update`` and ``delete`` do
+    not find it. The short-term tier keeps its own ``max_entries`` per agent
+    (``STM_MAX_ENTRIES``), of current memories only.
     """
 
     def __init__(
@@ -172,7 +179,7 @@ class MemoryService:
         A new value closes the current one, which stays in ``history`` (see ``update``)."""
         check_id_part(agent_id, "agent_id")
         principal.check_agent(agent_id)
-        scope = _check_scope(scope)
+        scope = check_scope(scope)
         if scope == "session":
             session_id = DEFAULT_SESSION if session_id is None else session_id
             check_id_part(session_id, "session_id")
@@ -181,8 +188,8 @@ class MemoryService:
                 "session_id is only for scope 'session'; drop it or set scope to 'session'.",
                 field="session_id",
             )
-        key, value = _check_key(key), _check_value(value)
-        meta = _check_metadata(metadata)
+        key, value = check_key(key), check_value(value)
+        meta = check_metadata(metadata)
         now = self.clock.now()
         expires_at = expiry_from_ttl(ttl, now=now)
         mid = memory_id(
@@ -225,8 +232,8 @@ class MemoryService:
         now = self.clock.now()
         changed = replace(
             current,
-            value=_check_value(value) if value is not None else current.value,
-            metadata=_check_metadata(metadata) if metadata is not None else current.metadata,
+            value=check_value(value) if value is not None else current.value,
+            metadata=check_metadata(metadata) if metadata is not None else current.metadata,
             expires_at=current.expires_at if ttl is _UNSET else expiry_from_ttl(ttl, now=now),
             updated_at=now,
         )
@@ -311,7 +318,7 @@ class MemoryService:
     async def get(self, principal: Principal, memory_id: str) -> Memory:
         """The current version of a memory (``NotFound`` when there is none, or the
         caller may not see it; a memory evicted by the cap has no current version)."""
-        _check_memory_id(memory_id)
+        check_memory_id(memory_id)
         memory = await asyncio.to_thread(self.long_term.get, principal.tenant, memory_id)
         if memory is None or not principal.may_see(memory):
             raise NotFound(f"no memory {memory_id!r}.", field="id")
@@ -323,7 +330,7 @@ class MemoryService:
         or the evicted one (``closed_reason="evicted"``) after the cap evicted it. At
         most ``MAX_VERSIONS`` closed versions are kept. ``NotFound`` as for ``get``:
         another tenant's memory, one the caller's key may not see, one deleted."""
-        _check_memory_id(memory_id)
+        check_memory_id(memory_id)
         versions = await asyncio.to_thread(self._history, principal, memory_id)
         if not versions or not all(principal.may_see(m) for m in versions):
             raise NotFound(f"no memory {memory_id!r}.", field="id")
@@ -354,7 +361,7 @@ class MemoryService:
         closed versions newest first). A version carries the ``id`` of its memory. Not
         both."""
         limit, offset = _check_page(limit, offset, MAX_LIST_LIMIT)
-        as_of, include_superseded = _check_validity(as_of, include_superseded)
+        as_of, include_superseded = check_validity(as_of, include_superseded)
         buckets = await asyncio.to_thread(self._buckets, principal, agent_id, scope)
         where = _Where(
             scope=scope,
@@ -369,7 +376,7 @@ class MemoryService:
     def _buckets(
         self, principal: Principal, agent_id: str | None, scope: Scope | None
     ) -> builtins.list[str]:
-        scope = _check_scope(scope) if scope is not None else None
+        scope = check_scope(scope) if scope is not None else None
         if agent_id is not None:
             check_id_part(agent_id, "agent_id")
             principal.check_agent(agent_id)
@@ -428,7 +435,7 @@ class MemoryService:
         if mode not in ("hybrid", "text", "semantic"):
             raise InvalidInput("mode must be one of hybrid, text, semantic.", field="mode")
         limit, _ = _check_page(limit, 0, MAX_SEARCH_LIMIT)
-        as_of, _ = _check_validity(as_of, False)
+        as_of, _ = check_validity(as_of, False)
         buckets = await asyncio.to_thread(self._buckets, principal, agent_id, scope)
         where = _Where(scope=scope, session_id=session_id, key=key, agent_id=agent_id, as_of=as_of)
         return await asyncio.to_thread(
@@ -565,73 +572,6 @@ class MemoryService:
     async def prune_expired(self) -> int:
         """Delete expired memories from the long-term tier (reads already hide them)."""
         return await asyncio.to_thread(self.long_term.records.prune_expired, self.clock.now())
-
-
-def _check_memory_id(memory_id: object) -> None:
-    if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 200:
-        raise NotFound(f"no memory {memory_id!r}.", field="id")
-
-
-def _check_scope(scope: object) -> Scope:
-    if scope not in SCOPES:
-        raise InvalidInput(
-            f"scope must be one of session, agent, global; got {scope!r}.", field="scope"
-        )
-    return scope
-
-
-def _check_key(key: object) -> str:
-    if not isinstance(key, str) or not key.strip():
-        raise InvalidInput("key must be a non-empty string.", field="key")
-    if len(key) > MAX_KEY_CHARS:
-        raise InvalidInput(f"key is over {MAX_KEY_CHARS} characters; shorten it.", field="key")
-    if any(ord(ch) < 32 for ch in key):
-        raise InvalidInput("key must not contain control characters or newlines.", field="key")
-    return key
-
-
-def _check_value(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput("value must be a non-empty string.", field="value")
-    if len(value) > MAX_VALUE_CHARS:
-        raise InvalidInput(
-            f"value is {len(value)} characters; the limit is {MAX_VALUE_CHARS}. "
-            "Store a summary, or add the full text as knowledge.",
-            field="value",
-        )
-    return value
-
-
-def _check_metadata(metadata: object) -> dict[str, JSON]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, dict):
-        raise InvalidInput("metadata must be a JSON object.", field="metadata")
-    checked = to_json(metadata, field="metadata")
-    assert isinstance(checked, dict)
-    if len(str(checked)) > 8_192:
-        raise InvalidInput("metadata is over 8 KiB; keep tags small.", field="metadata")
-    return checked
-
-
-def _check_validity(as_of: object, include_superseded: object) -> tuple[float | None, bool]:
-    if as_of is not None and (
-        isinstance(as_of, bool) or not isinstance(as_of, int | float) or not math.isfinite(as_of)
-    ):
-        raise InvalidInput(
-            f"as_of must be a finite number of seconds since the epoch (like created_at); "
-            f"got {as_of!r}.",
-            field="as_of",
-        )
-    if not isinstance(include_superseded, bool):
-        raise InvalidInput("include_superseded must be true or false.", field="include_superseded")
-    if as_of is not None and include_superseded:
-        raise InvalidInput(
-            "as_of and include_superseded exclude each other: as_of shows the versions "
-            "valid at one moment, include_superseded every version; drop one.",
-            field="as_of",
-        )
-    return (None if as_of is None else float(as_of)), include_superseded
 
 
 def _check_page(limit: object, offset: object, max_limit: int) -> tuple[int, int]:
