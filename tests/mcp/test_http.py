@@ -52,6 +52,28 @@ async def test_http_stores_searches_and_injects_as_rest_does(
     assert context == rest.json()  # one code path, one shape
 
 
+async def test_http_history_is_rest_s_history(served: tuple[SpawnedServer, Keys]):
+    server, keys = served
+    async with http_client(server.url, keys.acme) as client:
+        for value in ("Tea.", "Green tea.", "Green tea, no sugar."):
+            stored = ok(
+                await client.call_tool(
+                    "store_memory", {"agent_id": "drinks", "key": "fav", "value": value}
+                )
+            )
+        history = ok(await client.call_tool("memory_history", {"memory_id": stored["id"]}))
+    assert [v["value"] for v in history["versions"]] == ["Tea.", "Green tea.", stored["value"]]
+    rest = httpx.get(
+        f"{server.url}/api/memories/{stored['id']}/history",
+        headers={"Authorization": f"Bearer {keys.acme}"},
+    )
+    assert rest.status_code == 200
+    assert history == rest.json()  # one code path, one shape
+    async with http_client(server.url, keys.other) as client:  # another tenant sees none
+        text = error_text(await client.call_tool("memory_history", {"memory_id": stored["id"]}))
+        assert f"no memory {stored['id']!r}" in text
+
+
 async def test_http_scopes_every_call_by_the_bearer_key(served: tuple[SpawnedServer, Keys]):
     server, keys = served
     async with http_client(server.url, keys.acme) as client:

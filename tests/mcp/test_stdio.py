@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ TOOLS = {
     "search_memories",
     "list_memories",
     "get_memory",
+    "memory_history",
     "delete_memory",
     "get_context",
     "search_knowledge",
@@ -91,6 +94,8 @@ BAD_CALLS: list[tuple[str, dict[str, Any], list[str]]] = [
     ("store_memory", {"key": "k", "value": "v", "agent_id": "billing"}, ["billing", "limited"]),
     ("store_memory", {"key": "", "value": "v"}, ["key", "at least 1 character"]),
     ("get_memory", {"memory_id": "mem_nope"}, ["no memory 'mem_nope'"]),
+    ("memory_history", {"memory_id": "mem_nope"}, ["no memory 'mem_nope'"]),
+    ("list_memories", {"as_of": 1, "include_superseded": True}, ["as_of", "drop one"]),
     ("get_context", {"budget": 10}, ["budget", "greater than or equal to 200"]),
     ("search_memories", {"query": "x", "mode": "fuzzy"}, ["mode", "hybrid"]),
 ]
@@ -104,6 +109,51 @@ async def test_stdio_bad_calls_are_tool_errors_with_the_service_message(db: Path
                 assert word in text, (tool, arguments, text)
         # Nothing of it was stored.
         assert ok(await client.call_tool("list_memories", {}))["total"] == 0
+
+
+async def test_stdio_history_keeps_every_value_and_as_of_answers_with_the_one_then(
+    db: Path, keys: Keys
+):
+    values = ["Bob lives in Lisbon.", "Bob lives in Berlin.", "Bob lives in Oslo."]
+    async with stdio_client(db, keys.acme, "--agent-id", "bot") as client:
+        stored, moments = [], []
+        for value in values:  # the same key again: a new version of the same memory
+            stored.append(
+                ok(await client.call_tool("store_memory", {"key": "bob", "value": value}))
+            )
+            moments.append(time.time())  # within this version's validity, before the next
+        assert len({m["id"] for m in stored}) == 1
+        memory_id = stored[0]["id"]
+
+        history = ok(await client.call_tool("memory_history", {"memory_id": memory_id}))
+        assert history["id"] == memory_id
+        versions = history["versions"]
+        assert [v["value"] for v in versions] == values
+        assert versions[-1] == stored[-1]  # the current one, as store_memory answered it
+        assert versions[0]["valid_from"] == stored[0]["valid_from"]
+        for old, new in itertools.pairwise(versions):
+            assert old["valid_to"] == new["valid_from"]  # no gap, no overlap
+            assert (old["superseded_by"], old["closed_reason"]) == (memory_id, "superseded")
+        last = versions[-1]
+        assert (last["valid_to"], last["superseded_by"], last["closed_reason"]) == (
+            None,
+            None,
+            None,
+        )
+
+        for moment, value in zip(moments, values, strict=True):
+            page = ok(await client.call_tool("list_memories", {"as_of": moment}))
+            assert [m["value"] for m in page["memories"]] == [value]
+            found = ok(
+                await client.call_tool(
+                    "search_memories", {"query": "Where does Bob live?", "as_of": moment}
+                )
+            )
+            assert [h["memory"]["value"] for h in found["results"]] == [value]
+        now = ok(await client.call_tool("list_memories", {}))
+        assert [m["value"] for m in now["memories"]] == values[-1:]
+        every = ok(await client.call_tool("list_memories", {"include_superseded": True}))
+        assert sorted(m["value"] for m in every["memories"]) == sorted(values)
 
 
 async def test_stdio_without_a_default_agent_asks_for_one(db: Path, keys: Keys):

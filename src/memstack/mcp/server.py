@@ -22,15 +22,18 @@ from pydantic import Field
 from memstack import __version__
 from memstack.errors import MemstackError, StoreUnavailable
 from memstack.server.schemas import (
+    AS_OF_HELP,
     ID_RULE,
     ContextOut,
     Deleted,
     KnowledgeResults,
+    MemoryHistoryOut,
     MemoryOut,
     MemoryPageOut,
     SearchResults,
     Ttl,
     context_out,
+    history_out,
     hit_out,
     knowledge_hit_out,
     memory_out,
@@ -63,6 +66,7 @@ ScopeName = Literal["session", "agent", "global"]
 MemoryId = Annotated[
     str, Field(min_length=1, max_length=200, description="A memory's id (mem_...).")
 ]
+AsOf = Annotated[float | None, Field(allow_inf_nan=False, description=AS_OF_HELP)]
 
 
 def build_server(
@@ -151,6 +155,7 @@ def _memory_tools(
         key: Annotated[str | None, Field(min_length=1, max_length=MAX_KEY_CHARS)] = None,
         mode: Literal["hybrid", "text", "semantic"] = "hybrid",
         limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = 10,
+        as_of: AsOf = None,
     ) -> SearchResults:
         async with _tool_errors():
             hits = await memories.search(
@@ -162,10 +167,15 @@ def _memory_tools(
                 key=key,
                 mode=mode,
                 limit=limit,
+                as_of=as_of,
             )
         return SearchResults(results=[hit_out(h) for h in hits])
 
-    @server.tool(description="A page of memories, newest first.", annotations=read_only)
+    @server.tool(
+        description="A page of memories, newest first: the current versions, or those valid "
+        "as_of a moment, or every version (include_superseded); not both.",
+        annotations=read_only,
+    )
     async def list_memories(
         agent_id: Annotated[str | None, Field(min_length=1, max_length=128)] = None,
         scope: ScopeName | None = None,
@@ -173,6 +183,10 @@ def _memory_tools(
         key: Annotated[str | None, Field(min_length=1, max_length=MAX_KEY_CHARS)] = None,
         limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 50,
         offset: Annotated[int, Field(ge=0, le=MAX_LIST_OFFSET)] = 0,
+        as_of: AsOf = None,
+        include_superseded: Annotated[
+            bool, Field(description="Every version, current or closed, each with its validity.")
+        ] = False,
     ) -> MemoryPageOut:
         async with _tool_errors():
             page = await memories.list(
@@ -183,6 +197,8 @@ def _memory_tools(
                 key=key,
                 limit=limit,
                 offset=offset,
+                as_of=as_of,
+                include_superseded=include_superseded,
             )
         return page_out(page)
 
@@ -193,7 +209,19 @@ def _memory_tools(
         return memory_out(memory)
 
     @server.tool(
-        description="Delete a memory by its id, from every tier.",
+        description="Every version of a memory, oldest first, each with its validity "
+        "(valid_from, valid_to: null on the current one) and what ended it (superseded_by, "
+        "closed_reason). Storing a new value under a memory's key supersedes its value.",
+        annotations=read_only,
+    )
+    async def memory_history(memory_id: MemoryId) -> MemoryHistoryOut:
+        async with _tool_errors():
+            versions = await memories.history(await caller(), memory_id)
+        return history_out(memory_id, versions)
+
+    @server.tool(
+        description="Delete a memory by its id, from every tier, with every version of it "
+        "(an erasure: nothing of it stays in its history).",
         annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
     )
     async def delete_memory(memory_id: MemoryId) -> Deleted:
