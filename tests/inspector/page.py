@@ -99,8 +99,10 @@ class InspectorPage:
         self.until(lambda _: self.visible(f"view-{view}"))
         self.settled()
 
-    def filter(self, *, agent: str = "", scope: str = "", session: str = "") -> None:
-        for element_id, text in (("f-agent", agent), ("f-session", session)):
+    def filter(
+        self, *, agent: str = "", scope: str = "", session: str = "", as_of: str = ""
+    ) -> None:
+        for element_id, text in (("f-agent", agent), ("f-session", session), ("f-as-of", as_of)):
             self.by_id(element_id).clear()
             self.by_id(element_id).send_keys(text)
         Select(self.by_id("f-scope")).select_by_value(scope)

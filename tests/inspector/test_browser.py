@@ -4,15 +4,19 @@ the page makes is checked through the API afterwards."""
 
 from __future__ import annotations
 
+import time
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+import pytest
 
 from memstack.bench.spawn import SpawnedServer
 from tests.inspector.page import InspectorPage
 
-KEY, VALUE, AGENT, SCOPE, SESSION, METADATA, EXPIRES = range(7)
+KEY, VALUE, AGENT, SCOPE, SESSION, METADATA, EXPIRES, UPDATED, VALID, ACTIONS = range(10)
+NUMBER, V_VALUE, V_FROM, V_TO, V_ENDED = range(5)  # the history's columns
 
 
 def new_agent() -> str:
@@ -24,6 +28,16 @@ def store(api: httpx.Client, **body: Any) -> dict[str, Any]:
     assert reply.status_code == 201, reply.text
     stored: dict[str, Any] = reply.json()
     return stored
+
+
+def update(api: httpx.Client, memory_id: str, value: str) -> None:
+    reply = api.put(f"/api/memories/{memory_id}", json={"value": value})
+    assert reply.status_code == 200, reply.text
+
+
+def shown(iso: str) -> str:
+    """A time as the page writes it: "2026-01-31 12:00:00Z"."""
+    return iso.replace("T", " ").split(".")[0] + "Z"
 
 
 def test_the_page_asks_for_the_key_and_refuses_a_wrong_one(
@@ -232,3 +246,92 @@ def test_pages_of_fifty_newest_first(page: InspectorPage, api: httpx.Client):
     page.by_id("prev").click()
     page.settled()
     assert len(page.rows("memories")) == 50
+
+
+def test_the_history_shows_every_version_and_which_is_current(
+    page: InspectorPage, api: httpx.Client
+):
+    agent = new_agent()
+    values = ["Likes tea.", "Likes green tea.", "Likes green tea, no sugar."]
+    memory = store(api, agent_id=agent, key="fav", value=values[0])
+    for value in values[1:]:
+        update(api, memory["id"], value)
+    versions = api.get(f"/api/memories/{memory['id']}/history").json()["versions"]
+
+    page.open()
+    page.sign_in_and_wait(api.headers["Authorization"].removeprefix("Bearer "))
+    page.filter(agent=agent)
+    page.wait_for_row("memories", VALUE, values[-1])
+    assert page.rows("memories")[0][VALID] == f"since {shown(versions[-1]['valid_from'])}"
+    page.press("memories", "History fav")
+    page.until(lambda _: page.visible("history"))
+    page.until(lambda _: len(page.rows("versions")) == 3)
+    rows = page.rows("versions")
+    assert [row[V_VALUE] for row in rows] == values  # oldest first
+    assert [row[V_FROM] for row in rows] == [shown(v["valid_from"]) for v in versions]
+    assert [row[V_TO] for row in rows] == [shown(v["valid_to"]) for v in versions[:2]] + ["current"]
+    assert [row[V_ENDED] for row in rows] == [
+        "superseded by version 2",
+        "superseded by version 3",
+        "",
+    ]
+    marked = "return [...document.querySelectorAll('#versions tbody tr.current td:nth-child(2)')]"
+    assert [cell.text for cell in page.driver.execute_script(marked)] == values[-1:]
+    assert f"{memory['id']}: 3 versions" in page.by_id("history-id").text
+    page.shoot("inspector-history.png")
+    page.by_id("history-close").click()
+    page.until(lambda _: not page.visible("history"))
+
+
+@pytest.mark.parametrize("form", ["epoch", "iso"])
+def test_as_of_lists_what_held_then(page: InspectorPage, api: httpx.Client, form: str):
+    agent = new_agent()
+    memory = store(api, agent_id=agent, key="city", value="Bob lives in Lisbon.")
+    time.sleep(0.05)
+    moment = time.time()  # well after the first value, well before the second
+    time.sleep(0.05)
+    update(api, memory["id"], "Bob lives in Berlin.")
+    typed = {
+        "epoch": f"{moment:.3f}",
+        "iso": datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds"),
+    }[form]
+
+    page.open()
+    page.sign_in_and_wait(api.headers["Authorization"].removeprefix("Bearer "))
+    page.filter(agent=agent, as_of=typed)
+    page.wait_for_row("memories", VALUE, "Bob lives in Lisbon.")
+    [row] = page.rows("memories")
+    assert row[ACTIONS] == "History"  # a past version is looked at, not edited
+    then = api.get(f"/api/memories/{memory['id']}/history").json()["versions"][0]
+    assert row[VALID] == f"{shown(then['valid_from'])} \u2013 {shown(then['valid_to'])}"
+    page.search("Where does Bob live?")
+    page.until(lambda _: page.column("results", 4) == ["Bob lives in Lisbon."])
+
+    page.tab("memories")
+    page.filter(agent=agent)
+    page.wait_for_row("memories", VALUE, "Bob lives in Berlin.")
+    assert page.rows("memories")[0][ACTIONS] == "EditHistoryDelete"
+    page.filter(agent=agent, as_of="next tuesday")
+    page.until(lambda _: "As of:" in page.by_id("status").text)
+    assert "not a time" in page.by_id("status").text
+
+
+def test_the_history_shows_untrusted_text_as_text(page: InspectorPage, api: httpx.Client):
+    agent = new_agent()
+    first = "<img src=x id=pwned onerror=\"document.title='pwned'\"><script>alert(1)</script>"
+    second = "</td><b>bold</b><script>document.title='pwned'</script>"
+    memory = store(api, agent_id=agent, key="<i>note</i>", value=first)
+    update(api, memory["id"], second)
+
+    page.open()
+    page.sign_in_and_wait(api.headers["Authorization"].removeprefix("Bearer "))
+    page.filter(agent=agent)
+    page.wait_for_row("memories", KEY, "<i>note</i>")
+    page.press("memories", "History <i>note</i>")
+    page.until(lambda _: page.visible("history"))
+    page.until(lambda _: len(page.rows("versions")) == 2)
+    assert [row[V_VALUE] for row in page.rows("versions")] == [first, second]
+    assert page.by_id("history-title").text == "History of \u201c<i>note</i>\u201d"
+    markup = "return document.querySelectorAll('#history img, #history b, #history i').length"
+    assert page.driver.execute_script(markup) == 0
+    assert page.driver.title == "memstack inspector"

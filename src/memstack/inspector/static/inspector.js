@@ -75,7 +75,19 @@ function filters() {
     agent_id: $("f-agent").value.trim(),
     scope: $("f-scope").value,
     session_id: $("f-session").value.trim(),
+    as_of: asOf($("f-as-of").value.trim()),
   };
+}
+
+// "As of": empty for now, else epoch seconds (as the API takes them) or an ISO 8601 time.
+function asOf(text) {
+  if (!text) return "";
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text);
+  const ms = Date.parse(text);
+  if (Number.isNaN(ms)) {
+    throw new Error(`As of: “${text}” is not a time; write one such as 2026-01-31T12:00Z, or epoch seconds.`);
+  }
+  return ms / 1000;
 }
 
 // -- signing in -----------------------------------------------------------------------
@@ -152,14 +164,25 @@ function changed(view, data, force, current) {
   return true;
 }
 
+// A version that is no longer current (shown "as of" a past moment) can only be looked at.
 function actions(memory) {
+  const history = el(
+    "button",
+    { type: "button", "aria-label": `History ${memory.key}`, onclick: () => showHistory(memory) },
+    "History",
+  );
+  if (memory.valid_to) return el("td", { class: "actions" }, history);
   return el(
     "td",
     { class: "actions" },
     el("button", { type: "button", "aria-label": `Edit ${memory.key}`, onclick: () => edit(memory) }, "Edit"),
+    history,
     el("button", { type: "button", "aria-label": `Delete ${memory.key}`, onclick: () => remove(memory) }, "Delete"),
   );
 }
+
+const validity = (memory) =>
+  memory.valid_to ? `${when(memory.valid_from)} – ${when(memory.valid_to)}` : `since ${when(memory.valid_from)}`;
 
 function agentCell(memory) {
   const button = el("button", { type: "button", class: "link", title: "Show this agent's memories" }, memory.agent_id);
@@ -184,6 +207,7 @@ function memoryRow(memory) {
     el("td", { class: "metadata" }, metadata),
     el("td", { class: "expires" }, when(memory.expires_at)),
     el("td", {}, when(memory.updated_at)),
+    el("td", { class: "validity" }, validity(memory)),
     actions(memory),
   );
 }
@@ -283,6 +307,45 @@ async function removeDocument(doc) {
   }
 }
 
+// -- the history of a memory ------------------------------------------------------------
+
+async function showHistory(memory) {
+  busy(+1);
+  try {
+    const history = await api("GET", `/api/memories/${encodeURIComponent(memory.id)}/history`);
+    const rows = history.versions.map((version, i) =>
+      el(
+        "tr",
+        version.valid_to ? {} : { class: "current" },
+        el("td", {}, i + 1),
+        el("td", { class: "value" }, version.value),
+        el("td", {}, when(version.valid_from)),
+        el("td", {}, version.valid_to ? when(version.valid_to) : "current"),
+        el("td", {}, endedBy(version, i, history)),
+      ),
+    );
+    $("versions").tBodies[0].replaceChildren(...rows);
+    const noun = rows.length === 1 ? "version" : "versions";
+    $("history-title").textContent = `History of “${memory.key}”`;
+    $("history-id").textContent = `${history.id}: ${rows.length} ${noun}, oldest first`;
+    if (!$("history").open) $("history").showModal();
+  } catch (error) {
+    setStatus(error.message, true);
+  } finally {
+    busy(-1);
+  }
+}
+
+// Why a version stopped holding; a memory's next version carries the memory's own id.
+function endedBy(version, index, history) {
+  if (!version.valid_to) return "";
+  const reason = version.closed_reason || "closed";
+  const by = version.superseded_by;
+  const next = by === history.id && index + 1 < history.versions.length;
+  if (reason === "superseded" && next) return `superseded by version ${index + 2}`;
+  return by && by !== history.id ? `${reason}, replaced by ${by}` : reason;
+}
+
 // -- changing memories ------------------------------------------------------------------
 
 let editing = null;
@@ -341,7 +404,7 @@ async function remove(memory) {
 // -- wiring -------------------------------------------------------------------------------
 
 function poll() {
-  const idle = !$("editor").open && !document.hidden;
+  const idle = !$("editor").open && !$("history").open && !document.hidden;
   if (state.key && $("live").checked && idle) refresh(false);
 }
 
@@ -375,6 +438,7 @@ function wire() {
   });
   $("edit-form").addEventListener("submit", save);
   $("edit-cancel").addEventListener("click", () => $("editor").close());
+  $("history-close").addEventListener("click", () => $("history").close());
   $("document-close").addEventListener("click", () => {
     $("document").hidden = true;
   });
