@@ -100,24 +100,22 @@ def where(namespace: str, wanted: Filter, now: float) -> tuple[str, list[Any]]:
     elif not wanted.include_superseded:
         conds.append(CURRENT)
         params.append(now)
-    if wanted.provenances is not None:
-        conds.append("r.provenance = ANY(%s::text[])")
-        params.append(list(wanted.provenances))
-    if wanted.superseded_by is not None:
-        conds.append("r.superseded_by = ANY(%s::text[])")
-        params.append(list(wanted.superseded_by))
-    if wanted.kinds is not None:
-        conds.append("r.kind = ANY(%s::text[])")
-        params.append(list(wanted.kinds))
-    if wanted.ids is not None:
-        conds.append("r.id = ANY(%s::text[])")
-        params.append(list(wanted.ids))
-    if wanted.created_after is not None:
-        conds.append("r.created_at > %s")
-        params.append(wanted.created_after)
-    if wanted.created_before is not None:
-        conds.append("r.created_at < %s")
-        params.append(wanted.created_before)
+    for column, values in (
+        ("r.provenance", wanted.provenances),
+        ("r.superseded_by", wanted.superseded_by),
+        ("r.kind", wanted.kinds),
+        ("r.id", wanted.ids),
+    ):
+        if values is not None:
+            conds.append(f"{column} = ANY(%s::text[])")
+            params.append(list(values))
+    for condition, bound in (
+        ("r.created_at > %s", wanted.created_after),
+        ("r.created_at < %s", wanted.created_before),
+    ):
+        if bound is not None:
+            conds.append(condition)
+            params.append(bound)
     for key, value in (wanted.metadata or {}).items():
         conds.append("(r.metadata -> %s) = %s::jsonb")
         params.extend([key, dumps(value)])
