@@ -19,7 +19,7 @@ import numpy as np
 
 from memstack._json import JSON, dumps
 from memstack.errors import ConfigError
-from memstack.storage.types import Filter, Order, Record, Vector
+from memstack.storage.types import Filter, Order, Record, Vector, stored_record
 
 __all__ = [
     "ORDER_BY",
@@ -227,25 +227,27 @@ def record_from_row(row: Sequence[Any]) -> Record:
     """A record from a row that starts with ``columns()``, its vector loaded by
     pgvector's adapter (a ``pgvector.Vector``)."""
     metadata: dict[str, JSON] = row[3]
-    return Record(
-        namespace=row[0],
-        id=row[1],
-        text=row[2],
-        metadata=metadata,
-        kind=row[4],
-        importance=row[5],
-        created_at=row[6],
-        updated_at=row[7],
-        last_accessed_at=row[8],
-        expires_at=row[9],
-        embedding=None if row[10] is None else _array(row[10]),
-        context=row[11],
-        valid_from=row[12],
-        valid_to=row[13],
-        superseded_by=row[14],
-        closed_reason=row[15],
-        provenance=row[16],
-        provenance_detail=row[17],
+    return stored_record(
+        {
+            "namespace": row[0],
+            "id": row[1],
+            "text": row[2],
+            "metadata": metadata,
+            "kind": row[4],
+            "importance": row[5],
+            "created_at": row[6],
+            "updated_at": row[7],
+            "last_accessed_at": row[8],
+            "expires_at": row[9],
+            "embedding": None if row[10] is None else _array(row[10]),
+            "context": row[11],
+            "valid_from": row[12],
+            "valid_to": row[13],
+            "superseded_by": row[14],
+            "closed_reason": row[15],
+            "provenance": row[16],
+            "provenance_detail": row[17],
+        }
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from memstack._json import JSON
-from memstack.storage.types import Filter, Order, Record
+from memstack.storage.types import Filter, Order, Record, stored_record
 
 __all__ = [
     "COLUMNS",
@@ -154,25 +154,27 @@ def record_params(record: Record) -> tuple[Any, ...]:
 def record_from_row(row: Sequence[Any]) -> Record:
     """A record from a row of ``COLUMNS`` (``pk`` first, then the record's fields)."""
     blob = row[11]
-    return Record(
-        namespace=row[1],
-        id=row[2],
-        text=row[3],
-        metadata={} if row[4] == "{}" else json.loads(row[4]),
-        kind=row[5],
-        importance=row[6],
-        created_at=row[7],
-        updated_at=row[8],
-        last_accessed_at=row[9],
-        expires_at=row[10],
-        embedding=None if blob is None else decode_vector(blob),
-        context=row[12],
-        valid_from=row[13],
-        valid_to=row[14],
-        superseded_by=row[15],
-        closed_reason=row[16],
-        provenance=row[17],
-        provenance_detail=row[18],
+    return stored_record(
+        {
+            "namespace": row[1],
+            "id": row[2],
+            "text": row[3],
+            "metadata": {} if row[4] == "{}" else json.loads(row[4]),
+            "kind": row[5],
+            "importance": row[6],
+            "created_at": row[7],
+            "updated_at": row[8],
+            "last_accessed_at": row[9],
+            "expires_at": row[10],
+            "embedding": None if blob is None else decode_vector(blob),
+            "context": row[12],
+            "valid_from": row[13],
+            "valid_to": row[14],
+            "superseded_by": row[15],
+            "closed_reason": row[16],
+            "provenance": row[17],
+            "provenance_detail": row[18],
+        }
     )
 
 

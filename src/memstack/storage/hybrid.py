@@ -11,6 +11,7 @@ plain rankings (README "Measured").
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +38,7 @@ def hybrid_candidates(
     namespaces: Sequence[NamespaceLike],
     *,
     query: str,
-    vector: npt.NDArray[np.float32] | None,
+    vector: npt.NDArray[np.float32] | Future[npt.NDArray[np.float32]] | None,
     pool: int,
     keyword_weight: float,
     filter: Filter | None = None,
@@ -51,13 +52,25 @@ def hybrid_candidates(
     The candidates of all namespaces are fused once: keyword scores are divided by the
     best among all of them, so a weak match in one namespace never ties a strong one in
     another. ``filters`` gives each namespace its own filter (in order), else ``filter``
-    applies to all."""
+    applies to all.
+
+    ``vector`` may be a ``Future`` of the query's embedding, still being computed in
+    another thread: the keyword candidates are searched and fetched meanwhile (the
+    embedding model releases the GIL), and only then does the vector search wait for it.
+    """
     wanted = [filter] * len(namespaces) if filters is None else list(filters)
     if len(wanted) != len(namespaces):
         raise ValueError("filters must give one filter per namespace")
     found = _Found()
-    for namespace, where in zip(namespaces, wanted, strict=True):
-        found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
+    scopes = list(zip(namespaces, wanted, strict=True))
+    if keyword_weight > 0 or vector is None:
+        for namespace, where in scopes:
+            found.keywords(store, namespace, where, query, pool)
+    if isinstance(vector, Future):
+        vector = vector.result()
+    if vector is not None:
+        for namespace, where in scopes:
+            found.nearest(store, namespace, where, vector, pool, model_id)
     records, cosine, keyword_raw = found.records, found.cosine, found.keyword
     keyword_raw = {key: max(0.0, score) for key, score in keyword_raw.items()}
     best = max(keyword_raw.values(), default=0.0)
@@ -91,30 +104,51 @@ class _Found:
     cosine: dict[Key, float] = field(default_factory=dict)
     keyword: dict[Key, float] = field(default_factory=dict)
 
-    def gather(
+    def keywords(
         self,
         store: RecordStore,
         namespace: NamespaceLike,
         filter: Filter | None,
         query: str,
-        vector: npt.NDArray[np.float32] | None,
         pool: int,
-        keyword_weight: float,
+    ) -> None:
+        """The ``pool`` best keyword matches of one namespace, fetched."""
+        matched = store.text_ids(namespace, query, k=pool, filter=filter)
+        found = store.fetch(namespace, [id for id, _ in matched], filter)
+        self._add(namespace, found, self.keyword, matched)
+
+    def nearest(
+        self,
+        store: RecordStore,
+        namespace: NamespaceLike,
+        filter: Filter | None,
+        vector: npt.NDArray[np.float32],
+        pool: int,
         model_id: str | None,
     ) -> None:
-        """The ``pool`` nearest and ``pool`` best keyword matches of one namespace."""
-        nearest: list[tuple[str, float]] = []
-        matched: list[tuple[str, float]] = []
-        if vector is not None:
-            nearest = store.vector_ids(namespace, vector, k=pool, filter=filter, model_id=model_id)
-        if keyword_weight > 0 or vector is None:
-            matched = store.text_ids(namespace, query, k=pool, filter=filter)
-        found = store.fetch(namespace, list({id: None for id, _ in [*nearest, *matched]}), filter)
-        for scores, ranked in ((self.cosine, nearest), (self.keyword, matched)):
-            for id, score in ranked:
-                if id in found:
-                    self.records[(namespace, id)] = found[id]
-                    scores[(namespace, id)] = score
+        """The ``pool`` nearest records of one namespace; only those the keyword search
+        did not bring are fetched."""
+        nearest = store.vector_ids(namespace, vector, k=pool, filter=filter, model_id=model_id)
+        missing = [id for id, _ in nearest if (namespace, id) not in self.records]
+        found = store.fetch(namespace, missing, filter) if missing else {}
+        found.update(
+            (id, self.records[(namespace, id)])
+            for id, _ in nearest
+            if (namespace, id) in self.records
+        )
+        self._add(namespace, found, self.cosine, nearest)
+
+    def _add(
+        self,
+        namespace: NamespaceLike,
+        found: dict[str, Record],
+        scores: dict[Key, float],
+        ranked: list[tuple[str, float]],
+    ) -> None:
+        for id, score in ranked:
+            if id in found:
+                self.records[(namespace, id)] = found[id]
+                scores[(namespace, id)] = score
 
 
 def _cosines(records: list[Record], vector: npt.NDArray[np.float32] | None) -> list[float]:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, fields
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from memstack._json import JSON
 
-__all__ = ["Filter", "Order", "Record", "ScoredRecord", "Vector", "keyword_text"]
+__all__ = ["Filter", "Order", "Record", "ScoredRecord", "Vector", "keyword_text", "stored_record"]
 
 Vector = npt.NDArray[np.float32]
 """A 1-D float32 embedding."""
@@ -69,6 +69,20 @@ class Record:
         if self.expires_at is None:
             return self.valid_to
         return min(self.expires_at, self.valid_to)
+
+
+_RECORD_FIELDS: Final = frozenset(f.name for f in fields(Record))
+
+
+def stored_record(values: dict[str, Any]) -> Record:
+    """A ``Record`` of every one of its fields, as a backend reads them back (checked when
+    written). It skips the frozen dataclass's ``__init__``, which sets its 19 fields one
+    ``object.__setattr__`` at a time: 2.8 us a record, 0.6 us this way, and a recall
+    materializes about 90 candidates."""
+    assert values.keys() == _RECORD_FIELDS, sorted(values.keys() ^ _RECORD_FIELDS)
+    record = object.__new__(Record)
+    record.__dict__.update(values)
+    return record
 
 
 def keyword_text(text: str, context: str | None) -> str:
