@@ -1,10 +1,7 @@
-"""hybrid_candidates: the fusion of vector and keyword candidates, with the query vector
-given outright or as a Future still being computed (recall embeds on another thread)."""
+"""hybrid_candidates: the fusion of vector and keyword candidates, each read once."""
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -33,9 +30,7 @@ def filled(store: RecordStore) -> RecordStore:
 Vector = npt.NDArray[np.float32]
 
 
-def _ranked(
-    store: RecordStore, vector: Vector | Future[Vector]
-) -> list[tuple[str, float, float | None]]:
+def _ranked(store: RecordStore, vector: Vector) -> list[tuple[str, float, float | None]]:
     hits = hybrid_candidates(
         store,
         ["ns"],
@@ -47,41 +42,19 @@ def _ranked(
     return [(h.record.id, round(h.relevance, 6), h.keyword) for h in hits]
 
 
-def test_a_future_vector_ranks_as_the_vector_itself(filled: RecordStore) -> None:
-    expected = _ranked(filled, QUERY)
-    assert [id for id, _, _ in expected][:2] == ["tea", "coffee"]
-    future: Future[Vector] = Future()
-    future.set_result(QUERY)
-    assert _ranked(filled, future) == expected
+def test_candidates_of_both_kinds_fused_and_each_fetched_once(filled: RecordStore) -> None:
+    fetched: list[list[str]] = []
+    original = filled.fetch
 
+    def fetch(namespace: Any, ids: Any, filter: Any = None) -> Any:
+        fetched.append(list(ids))
+        return original(namespace, ids, filter)
 
-def test_keyword_candidates_are_fetched_before_the_vector_is_awaited(
-    filled: RecordStore,
-) -> None:
-    """The keyword half runs while the embedding is still being computed."""
-    release = threading.Event()
-    searched: list[str] = []
-    original = filled.text_ids
-
-    def text_ids(*args: Any, **kwargs: Any) -> list[tuple[str, float]]:
-        searched.append("keywords")
-        release.set()  # the "embedding" may finish only once keywords were searched
-        return original(*args, **kwargs)
-
-    filled.text_ids = text_ids  # type: ignore[method-assign]
-
-    def embed() -> Vector:
-        assert release.wait(5), "the keyword search did not run before the vector was needed"
-        return QUERY
-
-    with ThreadPoolExecutor(1) as pool:
-        ranked = _ranked(filled, pool.submit(embed))
-    assert searched == ["keywords"]
-    assert ranked == _ranked(filled, QUERY)
-
-
-def test_an_embedding_failure_reaches_the_caller(filled: RecordStore) -> None:
-    future: Future[Vector] = Future()
-    future.set_exception(RuntimeError("model crashed"))
-    with pytest.raises(RuntimeError, match="model crashed"):
-        _ranked(filled, future)
+    filled.fetch = fetch  # type: ignore[method-assign]
+    ranked = _ranked(filled, QUERY)
+    by_id = {id: (relevance, keyword) for id, relevance, keyword in ranked}
+    assert [id for id, _, _ in ranked][:2] == ["tea", "coffee"]
+    assert by_id["rust"][1] is not None and by_id["rust"][1] > 0  # a keyword match
+    assert by_id["coffee"][1] == 0.0  # nearest, no keyword
+    every = [id for ids in fetched for id in ids]
+    assert sorted(every) == sorted(set(every)) == sorted(by_id)

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
-import threading
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Final, TypedDict
 
@@ -122,8 +119,6 @@ class LongTermMemory:
             raise InvalidInput("keyword_weight must be from 0 to 1.", field="keyword_weight")
         self.keyword_weight = keyword_weight
         self.context_weights = context_weights or ContextWeights()
-        self._lock = threading.Lock()
-        self._threads: ThreadPoolExecutor | None = None
 
     @property
     def namespace(self) -> str:
@@ -167,10 +162,7 @@ class LongTermMemory:
     def _recall(
         self, query: str, k: int, touch: bool, wanted: Filter | None
     ) -> list[RecalledMemory]:
-        # The query is embedded on another thread while this one searches and fetches the
-        # keyword candidates (the model releases the GIL): on 2 cores that hides the
-        # keyword half of a recall behind the embedding.
-        vector = self._embedding_threads().submit(_embed_one, self.embedder, query)
+        vector = self.embedder.embed_batch([query])[0]
         hits = hybrid_candidates(
             self.store,
             [self.namespace],
@@ -206,14 +198,6 @@ class LongTermMemory:
         if touch and ranked:
             self.store.touch(self.namespace, [item.id for item in ranked], now)
         return ranked
-
-    def _embedding_threads(self) -> ThreadPoolExecutor:
-        """The threads that embed recall queries, started on first use."""
-        with self._lock:
-            if self._threads is None:
-                workers = max(1, min(4, os.cpu_count() or 1))
-                self._threads = ThreadPoolExecutor(workers, thread_name_prefix="memstack-embed")
-            return self._threads
 
     def _score(self, hit: HybridHit, now: float, context: ContextTerms) -> ScoreBreakdown:
         record = hit.record
@@ -644,11 +628,7 @@ class LongTermMemory:
         return await asyncio.to_thread(self.store.delete_namespace, self.namespace)
 
     def close(self) -> None:
-        """Stop the query-embedding threads; close the store if this memory opened it."""
-        with self._lock:
-            threads, self._threads = self._threads, None
-        if threads is not None:
-            threads.shutdown(wait=True)
+        """Close the store if this memory opened it."""
         if self._owns_store:
             self.store.close()
 
@@ -681,11 +661,6 @@ class _Duplicate:
     stored_id: str | None = None
     batch_row: int | None = None
     similarity: float
-
-
-def _embed_one(embedder: Embedder, text: str) -> np.ndarray:
-    vector: np.ndarray = embedder.embed_batch([text])[0]
-    return vector
 
 
 def _seq(record: Record) -> int:

@@ -11,7 +11,6 @@ plain rankings (README "Measured").
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,7 +37,7 @@ def hybrid_candidates(
     namespaces: Sequence[NamespaceLike],
     *,
     query: str,
-    vector: npt.NDArray[np.float32] | Future[npt.NDArray[np.float32]] | None,
+    vector: npt.NDArray[np.float32] | None,
     pool: int,
     keyword_weight: float,
     filter: Filter | None = None,
@@ -52,12 +51,8 @@ def hybrid_candidates(
     The candidates of all namespaces are fused once: keyword scores are divided by the
     best among all of them, so a weak match in one namespace never ties a strong one in
     another. ``filters`` gives each namespace its own filter (in order), else ``filter``
-    applies to all.
-
-    ``vector`` may be a ``Future`` of the query's embedding, still being computed in
-    another thread: the keyword candidates are searched and fetched meanwhile (the
-    embedding model releases the GIL), and only then does the vector search wait for it.
-    """
+    applies to all. Keyword candidates are fetched first; of the nearest, only those
+    they did not bring (each candidate is read once)."""
     wanted = [filter] * len(namespaces) if filters is None else list(filters)
     if len(wanted) != len(namespaces):
         raise ValueError("filters must give one filter per namespace")
@@ -66,8 +61,6 @@ def hybrid_candidates(
     if keyword_weight > 0 or vector is None:
         for namespace, where in scopes:
             found.keywords(store, namespace, where, query, pool)
-    if isinstance(vector, Future):
-        vector = vector.result()
     if vector is not None:
         for namespace, where in scopes:
             found.nearest(store, namespace, where, vector, pool, model_id)
