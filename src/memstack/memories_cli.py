@@ -18,7 +18,7 @@ from typing import IO, Literal, ParamSpec, TypeVar
 import click
 
 from memstack.client import DEFAULT_URL, MemoryClient
-from memstack.client.types import Memory
+from memstack.client.types import Memory, Provenance
 from memstack.errors import MemstackError
 
 __all__ = ["memories"]
@@ -27,6 +27,13 @@ P = ParamSpec("P")
 R = TypeVar("R")
 ScopeName = Literal["session", "agent", "global"]
 _SCOPES = click.Choice(["session", "agent", "global"])
+_PROVENANCE = click.option(
+    "--provenance",
+    "provenances",
+    multiple=True,
+    type=click.Choice(["user_stated", "extracted", "tool_output", "imported"]),
+    help="Only memories learned this way (repeat for several).",
+)
 
 
 @click.group()
@@ -87,6 +94,7 @@ def _line(memory: Memory) -> str:
 @click.option("--key")
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--offset", type=int, default=0, show_default=True)
+@_PROVENANCE
 @_json_option
 def list_command(
     agent_id: str | None,
@@ -95,6 +103,7 @@ def list_command(
     key: str | None,
     limit: int,
     offset: int,
+    provenances: tuple[Provenance, ...],
     as_json: bool,
 ) -> None:
     """A page of memories, newest first."""
@@ -106,6 +115,7 @@ def list_command(
             key=key,
             limit=limit,
             offset=offset,
+            provenance=provenances or None,
         )
     if as_json:
         _echo_json(page)
@@ -122,6 +132,7 @@ def list_command(
 @click.option("--session-id")
 @click.option("--mode", type=click.Choice(["hybrid", "text", "semantic"]), default="hybrid")
 @click.option("--limit", type=int, default=10, show_default=True)
+@_PROVENANCE
 @_json_option
 def search_command(
     query: str,
@@ -130,18 +141,25 @@ def search_command(
     session_id: str | None,
     mode: Literal["hybrid", "text", "semantic"],
     limit: int,
+    provenances: tuple[Provenance, ...],
     as_json: bool,
 ) -> None:
-    """Search memories, best first, with each hit's score."""
+    """Search memories, best first, with each hit's score and provenance."""
     with _client() as client:
         found = client.search(
-            query, agent_id=agent_id, scope=scope, session_id=session_id, mode=mode, limit=limit
+            query,
+            agent_id=agent_id,
+            scope=scope,
+            session_id=session_id,
+            mode=mode,
+            limit=limit,
+            provenances=provenances or None,
         )
     if as_json:
         _echo_json(found)
         return
     for hit in found["results"]:
-        click.echo(f"{hit['score']:.3f}  {_line(hit['memory'])}")
+        click.echo(f"{hit['score']:.3f}  {hit['provenance'] or '-'}  {_line(hit['memory'])}")
 
 
 @memories.command("get")

@@ -98,6 +98,12 @@ BAD_CALLS: list[tuple[str, dict[str, Any], list[str]]] = [
     ("list_memories", {"as_of": 1, "include_superseded": True}, ["as_of", "drop one"]),
     ("get_context", {"budget": 10}, ["budget", "greater than or equal to 200"]),
     ("search_memories", {"query": "x", "mode": "fuzzy"}, ["mode", "hybrid"]),
+    (
+        "store_memory",
+        {"key": "k", "value": "v", "provenance": "rumour"},
+        ["provenance", "'user_stated', 'extracted', 'tool_output' or 'imported'"],
+    ),
+    ("list_memories", {"provenances": ["rumour"]}, ["provenances", "tool_output"]),
 ]
 
 
@@ -154,6 +160,38 @@ async def test_stdio_history_keeps_every_value_and_as_of_answers_with_the_one_th
         assert [m["value"] for m in now["memories"]] == values[-1:]
         every = ok(await client.call_tool("list_memories", {"include_superseded": True}))
         assert sorted(m["value"] for m in every["memories"]) == sorted(values)
+
+
+async def test_stdio_stores_provenance_and_filters_by_it(db: Path, keys: Keys):
+    async with stdio_client(db, keys.acme, "--agent-id", "bot") as client:
+        told = ok(await client.call_tool("store_memory", {"key": "tea", "value": "Green tea."}))
+        assert (told["provenance"], told["provenance_detail"]) == ("user_stated", None)
+        fetched = ok(
+            await client.call_tool(
+                "store_memory",
+                {
+                    "key": "weather",
+                    "value": "Green hills, rain at noon.",
+                    "provenance": "tool_output",
+                    "provenance_detail": "weather-api",
+                },
+            )
+        )
+        assert (fetched["provenance"], fetched["provenance_detail"]) == (
+            "tool_output",
+            "weather-api",
+        )
+        page = ok(await client.call_tool("list_memories", {"provenances": ["tool_output"]}))
+        assert [m["id"] for m in page["memories"]] == [fetched["id"]]
+        found = ok(
+            await client.call_tool(
+                "search_memories",
+                {"query": "green", "mode": "text", "provenances": ["user_stated"]},
+            )
+        )
+        assert [(h["memory"]["id"], h["provenance"]) for h in found["results"]] == [
+            (told["id"], "user_stated")
+        ]
 
 
 async def test_stdio_without_a_default_agent_asks_for_one(db: Path, keys: Keys):

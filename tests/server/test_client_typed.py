@@ -116,7 +116,18 @@ def test_export_then_import_into_a_fresh_database(
 
 
 def _identity(memories):
-    fields = ("id", "agent_id", "scope", "key", "value", "session_id", "metadata", "expires_at")
+    fields = (
+        "id",
+        "agent_id",
+        "scope",
+        "key",
+        "value",
+        "session_id",
+        "metadata",
+        "expires_at",
+        "provenance",
+        "provenance_detail",
+    )
     return sorted(tuple(str(m[f]) for f in fields) for m in memories)
 
 

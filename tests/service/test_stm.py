@@ -148,6 +148,8 @@ def test_a_memory_round_trips_every_field(tier: ShortTermTier) -> None:
         value='line one\nline "two" <b>',
         metadata={"tags": ["a", 1, 2.5, None, True], "nested": {"é": "ü"}},
         updated_at=T0 + 0.000123,
+        provenance="tool_output",
+        provenance_detail="crm ✓",
     )
     tier.put(memory)
     assert tier.recent("acme", "agent-1", now=T0) == [memory]

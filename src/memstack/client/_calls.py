@@ -4,7 +4,7 @@ returns that body; ``AsyncMemoryClient`` returns a coroutine of it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar, cast
 
@@ -47,6 +47,13 @@ def _given(**fields: object) -> dict[str, object]:
     return {name: value for name, value in fields.items() if value is not None}
 
 
+def _listed(values: Sequence[str] | None) -> list[str] | None:
+    """A sequence as the JSON list (or repeated query parameter) it is sent as."""
+    if isinstance(values, str):
+        raise InvalidInput(f"give a list of provenances, not {values!r}.", field="provenances")
+    return None if values is None else list(values)
+
+
 def _segment(value: object) -> str:
     if not isinstance(value, str) or not value or "/" in value:
         raise InvalidInput(f"{value!r} is not an id.", field="id")
@@ -65,11 +72,21 @@ def store(
     session_id: str | None = None,
     metadata: Mapping[str, JSON] | None = None,
     ttl: str | float | None = None,
+    provenance: t.Provenance | None = None,
+    provenance_detail: str | None = None,
 ) -> Call[t.Memory]:
     """Store (or update: same agent, scope, session and key) a memory; returns it.
-    ``ttl``: seconds from now, or an ISO 8601 time."""
+    ``ttl``: seconds from now, or an ISO 8601 time. ``provenance``: how it was learned
+    (omitted: ``user_stated`` for a new memory, the current one's for an update);
+    ``provenance_detail``: the model, tool or source."""
     body: dict[str, object] = {"agent_id": agent_id, "key": key, "value": value, "scope": scope}
-    body |= _given(session_id=session_id, metadata=metadata, ttl=ttl)
+    body |= _given(
+        session_id=session_id,
+        metadata=metadata,
+        ttl=ttl,
+        provenance=provenance,
+        provenance_detail=provenance_detail,
+    )
     return Call(method="POST", path="/api/memories", body=body)
 
 
@@ -90,9 +107,17 @@ def update(
     value: str | None = None,
     metadata: Mapping[str, JSON] | None = None,
     ttl: str | float | _Unset | None = UNSET,
+    provenance: t.Provenance | None = None,
+    provenance_detail: str | None = None,
 ) -> Call[t.Memory]:
-    """Change a memory; ``ttl=None`` removes its TTL, leaving ``ttl`` out keeps it."""
-    body = _given(value=value, metadata=metadata)
+    """Change a memory; ``ttl=None`` removes its TTL, leaving ``ttl`` out keeps it. A new
+    ``provenance`` without ``provenance_detail`` drops the old detail."""
+    body = _given(
+        value=value,
+        metadata=metadata,
+        provenance=provenance,
+        provenance_detail=provenance_detail,
+    )
     if not isinstance(ttl, _Unset):
         body["ttl"] = ttl
     return Call(method="PUT", path=f"/api/memories/{_segment(memory_id)}", body=body)
@@ -126,11 +151,12 @@ def list_memories(
     offset: int = 0,
     as_of: float | None = None,
     include_superseded: bool = False,
+    provenance: t.Provenance | Sequence[t.Provenance] | None = None,
 ) -> Call[t.MemoryPage]:
     """A page of memories, newest first: ``{"memories", "total", "limit", "offset"}``.
     Current versions; with ``as_of`` (seconds since the epoch) the versions valid at that
     moment, each with the id of its memory; with ``include_superseded`` every version.
-    Not both."""
+    Not both. ``provenance``: only memories of this provenance (or of any of a list)."""
     params: dict[str, object] = {
         "agent_id": agent_id,
         "scope": scope,
@@ -140,6 +166,7 @@ def list_memories(
         "offset": offset,
         "as_of": as_of,
         "include_superseded": True if include_superseded else None,
+        "provenance": [provenance] if isinstance(provenance, str) else _listed(provenance),
     }
     return Call(method="GET", path="/api/memories", params=params)
 
@@ -154,11 +181,21 @@ def search(
     mode: t.SearchMode = "hybrid",
     limit: int = 10,
     as_of: float | None = None,
+    provenances: Sequence[t.Provenance] | None = None,
 ) -> Call[t.SearchResults]:
     """Hybrid (default), full-text or semantic search, best first, of the current
-    versions; with ``as_of`` (seconds since the epoch) of those valid at that moment."""
+    versions; with ``as_of`` (seconds since the epoch) of those valid at that moment;
+    with ``provenances`` of the memories of those provenances only. Each hit shows its
+    memory's ``provenance`` beside its scores."""
     body: dict[str, object] = {"query": query, "mode": mode, "limit": limit}
-    body |= _given(agent_id=agent_id, scope=scope, session_id=session_id, key=key, as_of=as_of)
+    body |= _given(
+        agent_id=agent_id,
+        scope=scope,
+        session_id=session_id,
+        key=key,
+        as_of=as_of,
+        provenances=_listed(provenances),
+    )
     return Call(method="POST", path="/api/memories/search", body=body)
 
 

@@ -1,12 +1,14 @@
 """JSONL export and import of memories: one memory a line, as the REST API shows it
 (``id``, ``agent_id``, ``scope``, ``key``, ``value``, ``session_id``, ``metadata``,
-``expires_at``, ``created_at``, ``updated_at``).
+``expires_at``, ``created_at``, ``updated_at``, ``provenance``, ``provenance_detail``, ...).
 
 Importing stores each line again through ``POST /api/memories``: a memory's id follows
 from its tenant, scope, agent, session and key, so an import into the same tenant
 restores the same ids, and a second import changes nothing but ``updated_at``. The
 server stamps ``created_at``/``updated_at`` at import time; a memory whose
-``expires_at`` has passed is skipped (counted as ``expired``)."""
+``expires_at`` has passed is skipped (counted as ``expired``). A line's ``provenance``
+(and ``provenance_detail``) is kept, so an export and import round trip loses neither; a
+line without one (null, or left out) is stored as ``imported``."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Final, get_args
 
 from memstack.client import _calls as calls
-from memstack.client.types import Memory, MemoryPage, Scope
+from memstack.client.types import Memory, MemoryPage, Provenance, Scope
 from memstack.errors import InvalidInput
 
 __all__ = ["ImportResult", "Pager", "memory_line", "read_export"]
@@ -25,6 +27,8 @@ __all__ = ["ImportResult", "Pager", "memory_line", "read_export"]
 MAX_LIST_OFFSET: Final = 10_000
 """The deepest offset the server pages to (``GET /api/memories``)."""
 _FIELDS: Final = ("agent_id", "scope", "key", "value")
+IMPORTED: Final[Provenance] = "imported"
+"""The provenance of an imported line that carries none."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,7 +107,13 @@ def _parse(text: str, number: int) -> dict[str, object]:
             raise _bad(number, f"needs {name} as a string, as `memstack memories export` writes")
     if data["scope"] not in get_args(Scope):
         raise _bad(number, f"has scope {data['scope']!r}; use session, agent or global")
-    for name in ("session_id", "expires_at"):
+    provenance = data.get("provenance")
+    if provenance is not None and provenance not in get_args(Provenance):
+        raise _bad(
+            number,
+            f"has provenance {provenance!r}; use {', '.join(get_args(Provenance))} or null",
+        )
+    for name in ("session_id", "expires_at", "provenance_detail"):
         if data.get(name) is not None and not isinstance(data[name], str):
             raise _bad(number, f"needs {name} as a string or null")
     if not isinstance(data.get("metadata") or {}, dict):
@@ -122,6 +132,7 @@ def _line_call(data: dict[str, object], number: int, now: datetime) -> calls.Cal
             return None
     session = data.get("session_id")
     metadata = data.get("metadata") or {}
+    detail = data.get("provenance_detail")
     return calls.store(
         str(data["agent_id"]),
         str(data["key"]),
@@ -130,6 +141,8 @@ def _line_call(data: dict[str, object], number: int, now: datetime) -> calls.Cal
         session_id=session if isinstance(session, str) else None,
         metadata=metadata,  # type: ignore[arg-type]  # a JSON object, checked in _parse
         ttl=expires_at if isinstance(expires_at, str) else None,
+        provenance=data.get("provenance") or IMPORTED,  # type: ignore[arg-type]  # checked in _parse
+        provenance_detail=detail if isinstance(detail, str) else None,
     )
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "Memory",
     "MemoryHistory",
     "MemoryPage",
+    "Provenance",
     "Scope",
     "SearchHit",
     "SearchMode",
@@ -31,6 +32,9 @@ __all__ = [
 Scope = Literal["session", "agent", "global"]
 SearchMode = Literal["hybrid", "text", "semantic"]
 ClosedReason = Literal["superseded", "deleted", "evicted"]
+Provenance = Literal["user_stated", "extracted", "tool_output", "imported"]
+"""How a memory was learned: told by the user (the default of a new memory), extracted by
+a model, taken from a tool's output, or imported."""
 
 
 class Memory(TypedDict):
@@ -52,6 +56,10 @@ class Memory(TypedDict):
     superseded_by: str | None
     """The id of the memory whose newer version replaced this one."""
     closed_reason: ClosedReason | None
+    provenance: Provenance | None
+    """None: stored before memories had provenance."""
+    provenance_detail: str | None
+    """The extraction model, the tool, the source imported from."""
 
 
 class MemoryHistory(TypedDict):
@@ -72,6 +80,7 @@ class SearchHit(TypedDict):
     score: float
     similarity: float
     keyword: float
+    provenance: Provenance | None
 
 
 class SearchResults(TypedDict):

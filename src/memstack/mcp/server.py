@@ -24,12 +24,16 @@ from memstack.errors import MemstackError, StoreUnavailable
 from memstack.server.schemas import (
     AS_OF_HELP,
     ID_RULE,
+    PROVENANCE_DETAIL_HELP,
+    PROVENANCE_FILTER_HELP,
+    PROVENANCE_HELP,
     ContextOut,
     Deleted,
     KnowledgeResults,
     MemoryHistoryOut,
     MemoryOut,
     MemoryPageOut,
+    ProvenanceName,
     SearchResults,
     Ttl,
     context_out,
@@ -43,7 +47,7 @@ from memstack.server.services import Services
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_SEARCH_LIMIT
 from memstack.service.principal import Principal
 from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
-from memstack.service.types import MAX_KEY_CHARS, MAX_VALUE_CHARS
+from memstack.service.types import MAX_KEY_CHARS, MAX_PROVENANCE_DETAIL_CHARS, MAX_VALUE_CHARS
 
 __all__ = ["CONTEXT_RESOURCE", "Caller", "build_server"]
 
@@ -67,6 +71,10 @@ MemoryId = Annotated[
     str, Field(min_length=1, max_length=200, description="A memory's id (mem_...).")
 ]
 AsOf = Annotated[float | None, Field(allow_inf_nan=False, description=AS_OF_HELP)]
+Provenances = Annotated[
+    list[ProvenanceName] | None,
+    Field(min_length=1, max_length=4, description=PROVENANCE_FILTER_HELP),
+]
 
 
 def build_server(
@@ -125,6 +133,18 @@ def _memory_tools(
         ttl: Annotated[
             Ttl, Field(description="When it expires: an ISO 8601 time, or seconds from now.")
         ] = None,
+        provenance: Annotated[
+            ProvenanceName | None,
+            Field(description=f"{PROVENANCE_HELP} Omitted: an update keeps the memory's."),
+        ] = None,
+        provenance_detail: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=MAX_PROVENANCE_DETAIL_CHARS,
+                description=PROVENANCE_DETAIL_HELP,
+            ),
+        ] = None,
     ) -> MemoryOut:
         async with _tool_errors():
             memory = await memories.store(
@@ -136,12 +156,15 @@ def _memory_tools(
                 session_id=session_id,
                 metadata=metadata,
                 ttl=ttl,
+                provenance=provenance,
+                provenance_detail=provenance_detail,
             )
         return memory_out(memory)
 
     @server.tool(
         description="Search memories by meaning and keywords (hybrid, default), keywords "
-        "only (text) or meaning only (semantic); best first, with scores.",
+        "only (text) or meaning only (semantic); best first, with scores and each "
+        "memory's provenance.",
         annotations=read_only,
     )
     async def search_memories(
@@ -156,6 +179,7 @@ def _memory_tools(
         mode: Literal["hybrid", "text", "semantic"] = "hybrid",
         limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = 10,
         as_of: AsOf = None,
+        provenances: Provenances = None,
     ) -> SearchResults:
         async with _tool_errors():
             hits = await memories.search(
@@ -168,6 +192,7 @@ def _memory_tools(
                 mode=mode,
                 limit=limit,
                 as_of=as_of,
+                provenances=provenances,
             )
         return SearchResults(results=[hit_out(h) for h in hits])
 
@@ -187,6 +212,7 @@ def _memory_tools(
         include_superseded: Annotated[
             bool, Field(description="Every version, current or closed, each with its validity.")
         ] = False,
+        provenances: Provenances = None,
     ) -> MemoryPageOut:
         async with _tool_errors():
             page = await memories.list(
@@ -199,6 +225,7 @@ def _memory_tools(
                 offset=offset,
                 as_of=as_of,
                 include_superseded=include_superseded,
+                provenances=provenances,
             )
         return page_out(page)
 

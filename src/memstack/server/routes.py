@@ -17,6 +17,7 @@ from memstack.server.errors import error_responses
 from memstack.server.schemas import (
     AS_OF_HELP,
     ID_RULE,
+    PROVENANCE_FILTER_HELP,
     ContextOut,
     Deleted,
     DeletedCount,
@@ -32,6 +33,7 @@ from memstack.server.schemas import (
     MemoryOut,
     MemoryPageOut,
     MemoryUpdate,
+    ProvenanceName,
     ScopeName,
     SearchRequest,
     SearchResults,
@@ -87,6 +89,8 @@ def _memory_routes(services: Services) -> APIRouter:
             session_id=body.session_id,
             metadata=body.metadata,
             ttl=body.ttl,
+            provenance=body.provenance,
+            provenance_detail=body.provenance_detail,
         )
         return memory_out(memory)
 
@@ -104,6 +108,14 @@ def _memory_routes(services: Services) -> APIRouter:
             bool,
             Query(description="Every version, current or closed, each with its validity."),
         ] = False,
+        provenance: Annotated[
+            list[ProvenanceName] | None,
+            Query(
+                max_length=4,
+                description=f"{PROVENANCE_FILTER_HELP} Repeat the parameter for several: "
+                "?provenance=tool_output&provenance=imported.",
+            ),
+        ] = None,
     ) -> MemoryPageOut:
         """A page of memories, newest first: the current versions, or those valid
         ``as_of`` a moment, or every version (``include_superseded``); not both."""
@@ -117,6 +129,7 @@ def _memory_routes(services: Services) -> APIRouter:
             offset=offset,
             as_of=as_of,
             include_superseded=include_superseded,
+            provenances=provenance,
         )
         return page_out(page)
 
@@ -148,6 +161,7 @@ def _memory_routes(services: Services) -> APIRouter:
             mode=body.mode,
             limit=body.limit,
             as_of=body.as_of,
+            provenances=body.provenances,
         )
         return SearchResults(results=[hit_out(h) for h in hits])
 
@@ -163,8 +177,14 @@ def _memory_routes(services: Services) -> APIRouter:
 
     @router.put("/memories/{memory_id}", responses=error_responses(*_ALWAYS, *_BODY, 404))
     async def update_memory(memory_id: MemoryId, body: MemoryUpdate, caller: Caller) -> MemoryOut:
-        """Change value, metadata or TTL (``"ttl": null`` removes it) in every tier."""
-        changes: dict[str, Any] = {"value": body.value, "metadata": body.metadata}
+        """Change value, metadata, TTL (``"ttl": null`` removes it) or provenance in every
+        tier."""
+        changes: dict[str, Any] = {
+            "value": body.value,
+            "metadata": body.metadata,
+            "provenance": body.provenance,
+            "provenance_detail": body.provenance_detail,
+        }
         if "ttl" in body.model_fields_set:
             changes["ttl"] = body.ttl
         return memory_out(await memories.update(caller, memory_id, **changes))

@@ -28,10 +28,22 @@ from memstack.service.knowledge import (
 )
 from memstack.service.memories import MemoryPage, SearchHit
 from memstack.service.prompt import PromptContext
-from memstack.service.types import MAX_KEY_CHARS, MAX_VALUE_CHARS, Memory
+from memstack.service.types import (
+    MAX_KEY_CHARS,
+    MAX_PROVENANCE_DETAIL_CHARS,
+    MAX_VALUE_CHARS,
+    Memory,
+)
 
 ScopeName = Literal["session", "agent", "global"]
 ClosedReasonName = Literal["superseded", "deleted", "evicted"]
+ProvenanceName = Literal["user_stated", "extracted", "tool_output", "imported"]
+PROVENANCE_HELP = (
+    "How the memory was learned: user_stated (told by the user; the default of a new "
+    "memory), extracted (by a model), tool_output, imported."
+)
+PROVENANCE_DETAIL_HELP = "More on provenance: the extraction model, the tool, the source."
+PROVENANCE_FILTER_HELP = "Only memories of these provenances (any of them)."
 AS_OF_HELP = (
     "Seconds since the epoch: answer with the versions valid at that moment (each carries "
     "the id of its memory) instead of the current ones."
@@ -85,12 +97,32 @@ class MemoryCreate(_Body):
         description="When the memory expires: an ISO 8601 time, or seconds from now. "
         "A time already past stores the memory expired: no read shows it.",
     )
+    provenance: ProvenanceName | None = Field(
+        default=None,
+        description=f"{PROVENANCE_HELP} Omitted: an update keeps the memory's provenance.",
+    )
+    provenance_detail: StrictStr | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_PROVENANCE_DETAIL_CHARS,
+        description=PROVENANCE_DETAIL_HELP,
+    )
 
 
 class MemoryUpdate(_Body):
     value: StrictStr | None = Field(default=None, min_length=1, max_length=MAX_VALUE_CHARS)
     metadata: dict[str, Any] | None = None
     ttl: Ttl = Field(default=None, description="null removes the TTL; omit to keep it.")
+    provenance: ProvenanceName | None = Field(
+        default=None,
+        description="Omit to keep it; a new one without provenance_detail drops the old detail.",
+    )
+    provenance_detail: StrictStr | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_PROVENANCE_DETAIL_CHARS,
+        description=PROVENANCE_DETAIL_HELP,
+    )
 
 
 class SearchRequest(_Body):
@@ -111,6 +143,9 @@ class SearchRequest(_Body):
     mode: Literal["hybrid", "text", "semantic"] = "hybrid"
     limit: WholeNumber = Field(default=10, ge=1, le=100)
     as_of: StrictFloat | None = Field(default=None, allow_inf_nan=False, description=AS_OF_HELP)
+    provenances: list[ProvenanceName] | None = Field(
+        default=None, min_length=1, max_length=4, description=PROVENANCE_FILTER_HELP
+    )
 
 
 class KnowledgeCreate(_Body):
@@ -197,6 +232,8 @@ class MemoryOut(BaseModel):
                     "valid_to": None,
                     "superseded_by": None,
                     "closed_reason": None,
+                    "provenance": "user_stated",
+                    "provenance_detail": None,
                 }
             ]
         }
@@ -222,6 +259,10 @@ class MemoryOut(BaseModel):
         description="Why valid_to is set: a new value (superseded) or the memory cap "
         "(evicted); null while current."
     )
+    provenance: ProvenanceName | None = Field(
+        description=f"{PROVENANCE_HELP} null: stored before memories had provenance."
+    )
+    provenance_detail: str | None = Field(description=PROVENANCE_DETAIL_HELP)
 
 
 class MemoryHistoryOut(BaseModel):
@@ -244,6 +285,9 @@ class SearchHitOut(BaseModel):
     score: float
     similarity: float
     keyword: float
+    provenance: ProvenanceName | None = Field(
+        description="The memory's provenance, beside the scores that ranked it."
+    )
 
 
 class SearchResults(BaseModel):
@@ -324,6 +368,8 @@ def memory_out(memory: Memory) -> MemoryOut:
         valid_to=None if memory.valid_to is None else iso(memory.valid_to),
         superseded_by=memory.superseded_by,
         closed_reason=memory.closed_reason,
+        provenance=memory.provenance,
+        provenance_detail=memory.provenance_detail,
     )
 
 
@@ -346,6 +392,7 @@ def hit_out(hit: SearchHit) -> SearchHitOut:
         score=hit.score,
         similarity=hit.similarity,
         keyword=hit.keyword,
+        provenance=hit.provenance,
     )
 
 

@@ -4,15 +4,28 @@ raises ``InvalidInput`` (``NotFound`` for an id) naming the field and the fix.""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput, NotFound
-from memstack.service.types import MAX_KEY_CHARS, MAX_VALUE_CHARS, SCOPES, Scope
+from memstack.service.types import (
+    MAX_KEY_CHARS,
+    MAX_PROVENANCE_DETAIL_CHARS,
+    MAX_VALUE_CHARS,
+    PROVENANCES,
+    SCOPES,
+    Provenance,
+    Scope,
+    as_provenance,
+)
 
 __all__ = [
     "check_key",
     "check_memory_id",
     "check_metadata",
+    "check_provenance",
+    "check_provenance_detail",
+    "check_provenances",
     "check_scope",
     "check_validity",
     "check_value",
@@ -65,6 +78,56 @@ def check_metadata(metadata: object) -> dict[str, JSON]:
     if len(str(checked)) > 8_192:
         raise InvalidInput("metadata is over 8 KiB; keep tags small.", field="metadata")
     return checked
+
+
+def check_provenance(provenance: object) -> Provenance | None:
+    """None (not given), or one of ``PROVENANCES``."""
+    if provenance is None:
+        return None
+    found = as_provenance(provenance)
+    if found is None:
+        raise InvalidInput(
+            f"provenance must be one of {', '.join(PROVENANCES)}; got {provenance!r}.",
+            field="provenance",
+        )
+    return found
+
+
+def check_provenance_detail(detail: object) -> str | None:
+    if detail is None:
+        return None
+    if not isinstance(detail, str) or not detail.strip():
+        raise InvalidInput(
+            "provenance_detail must be a non-empty string (the model, the tool, the source).",
+            field="provenance_detail",
+        )
+    if len(detail) > MAX_PROVENANCE_DETAIL_CHARS or any(ord(ch) < 32 for ch in detail):
+        raise InvalidInput(
+            f"provenance_detail must be one line of at most {MAX_PROVENANCE_DETAIL_CHARS} "
+            "characters: name the model, the tool or the source.",
+            field="provenance_detail",
+        )
+    return detail
+
+
+def check_provenances(provenances: object) -> tuple[Provenance, ...] | None:
+    """A provenance filter: None (any), or a non-empty list of ``PROVENANCES``."""
+    if provenances is None:
+        return None
+    if isinstance(provenances, str) or not isinstance(provenances, Sequence) or not provenances:
+        raise InvalidInput(
+            f"provenances must be a non-empty list of {', '.join(PROVENANCES)}; "
+            "leave it out to match every provenance.",
+            field="provenances",
+        )
+    checked = [as_provenance(p) for p in provenances]
+    for given, found in zip(provenances, checked, strict=True):
+        if found is None:
+            raise InvalidInput(
+                f"provenances holds {given!r}; use {', '.join(PROVENANCES)}.",
+                field="provenances",
+            )
+    return tuple(p for p in checked if p is not None)
 
 
 def check_validity(as_of: object, include_superseded: object) -> tuple[float | None, bool]:

@@ -22,7 +22,14 @@ import numpy as np
 import numpy.typing as npt
 
 from memstack._json import JSON, to_json
-from memstack.service.types import SCOPES, Memory, Scope, as_closed_reason
+from memstack.service.types import (
+    SCOPES,
+    Memory,
+    Provenance,
+    Scope,
+    as_closed_reason,
+    as_provenance,
+)
 from memstack.service.versions import (
     MAX_VERSIONS,
     VERSION_OF,
@@ -277,9 +284,11 @@ def memory_filter(
     agent_id: str | None = None,
     as_of: float | None = None,
     include_superseded: bool = False,
+    provenances: tuple[Provenance, ...] | None = None,
 ) -> Filter | None:
-    """The record filter selecting memories by scope, session, key and writer; versions
-    valid ``as_of`` a moment, or every version with ``include_superseded``."""
+    """The record filter selecting memories by scope, session, key, writer and
+    provenance; versions valid ``as_of`` a moment, or every version with
+    ``include_superseded``."""
     metadata: dict[str, JSON] = {}
     if agent_id is not None:
         metadata["agent_id"] = agent_id
@@ -287,13 +296,20 @@ def memory_filter(
         metadata["session_id"] = session_id
     if key is not None:
         metadata["key"] = key
-    if scope is None and not metadata and as_of is None and not include_superseded:
+    if (
+        scope is None
+        and not metadata
+        and as_of is None
+        and not include_superseded
+        and provenances is None
+    ):
         return None
     return Filter(
         kinds=(scope,) if scope else None,
         metadata=metadata or None,
         as_of=as_of,
         include_superseded=include_superseded,
+        provenances=provenances,
     )
 
 
@@ -315,6 +331,8 @@ def _to_record(memory: Memory, embedding: npt.NDArray[np.float32] | None) -> Rec
         expires_at=memory.expires_at,
         embedding=embedding,
         valid_from=memory.valid_from,
+        provenance=memory.provenance,
+        provenance_detail=memory.provenance_detail,
     )
 
 
@@ -345,4 +363,6 @@ def _from_record(tenant: str, record: Record) -> Memory:
         valid_to=record.valid_to,
         superseded_by=record.superseded_by,
         closed_reason=as_closed_reason(record.closed_reason),
+        provenance=as_provenance(record.provenance),
+        provenance_detail=record.provenance_detail,
     )

@@ -29,6 +29,9 @@ from memstack.service.checks import (
     check_key,
     check_memory_id,
     check_metadata,
+    check_provenance,
+    check_provenance_detail,
+    check_provenances,
     check_scope,
     check_validity,
     check_value,
@@ -44,6 +47,7 @@ from memstack.service.types import (
     GLOBAL_BUCKET,
     MAX_VALUE_CHARS,
     Memory,
+    Provenance,
     Scope,
     check_id_part,
     memory_id,
@@ -89,6 +93,7 @@ class _Where:
     agent_id: str | None
     as_of: float | None = None
     include_superseded: bool = False
+    provenances: tuple[Provenance, ...] | None = None
 
     def filter_for(self, bucket: str) -> Filter | None:
         return memory_filter(
@@ -98,6 +103,7 @@ class _Where:
             agent_id=self.agent_id if bucket == GLOBAL_BUCKET else None,
             as_of=self.as_of,
             include_superseded=self.include_superseded,
+            provenances=self.provenances,
         )
 
 
@@ -115,6 +121,8 @@ class SearchHit:
     score: float
     similarity: float
     keyword: float
+    provenance: Provenance | None
+    """How the memory was learned, beside the scores that ranked it."""
 
 
 class MemoryService:
@@ -172,11 +180,16 @@ class MemoryService:
         session_id: str | None = None,
         metadata: dict[str, JSON] | None = None,
         ttl: object = None,
+        provenance: Provenance | None = None,
+        provenance_detail: str | None = None,
     ) -> Memory:
         """Store a memory, or update the one with the same identity (upsert). A session
         memory without a ``session_id`` belongs to the session ``DEFAULT_SESSION``.
 
-        A new value closes the current one, which stays in ``history`` (see ``update``)."""
+        A new value closes the current one, which stays in ``history`` (see ``update``).
+        ``provenance`` says how it was learned (``PROVENANCES``), ``provenance_detail``
+        the model, tool or source; without a ``provenance`` an upsert keeps the current
+        one's, and a new memory is ``user_stated`` (an agent stores what it was told)."""
         check_id_part(agent_id, "agent_id")
         principal.check_agent(agent_id)
         scope = check_scope(scope)
@@ -190,6 +203,8 @@ class MemoryService:
             )
         key, value = check_key(key), check_value(value)
         meta = check_metadata(metadata)
+        provenance = check_provenance(provenance)
+        provenance_detail = check_provenance_detail(provenance_detail)
         now = self.clock.now()
         expires_at = expiry_from_ttl(ttl, now=now)
         mid = memory_id(
@@ -209,6 +224,8 @@ class MemoryService:
                 expires_at=expires_at,
                 created_at=now,
                 updated_at=now,
+                provenance=provenance,
+                provenance_detail=provenance_detail,
             ),
         )
 
@@ -220,22 +237,32 @@ class MemoryService:
         value: str | None = None,
         metadata: dict[str, JSON] | None = None,
         ttl: object = _UNSET,
+        provenance: Provenance | None = None,
+        provenance_detail: str | None = None,
     ) -> Memory:
-        """Change a memory's value, metadata or TTL in every tier and index.
-        ``ttl=None`` removes the TTL; leaving it out keeps the current one.
+        """Change a memory's value, metadata, TTL or provenance in every tier and index.
+        ``ttl=None`` removes the TTL; leaving it out keeps the current one. Leaving out
+        ``provenance`` keeps it; a new one without a ``provenance_detail`` drops the old
+        detail.
 
         A new value supersedes the current version: it is kept, closed, in ``history``,
         and the memory is valid from now. A change of metadata or TTL alone rewrites the
         current version in place (its ``valid_from`` stays); so does storing the same
         value again."""
+        provenance = check_provenance(provenance)
+        provenance_detail = check_provenance_detail(provenance_detail)
         current = await self.get(principal, memory_id)
         now = self.clock.now()
+        if provenance_detail is None and provenance in (None, current.provenance):
+            provenance_detail = current.provenance_detail
         changed = replace(
             current,
             value=check_value(value) if value is not None else current.value,
             metadata=check_metadata(metadata) if metadata is not None else current.metadata,
             expires_at=current.expires_at if ttl is _UNSET else expiry_from_ttl(ttl, now=now),
             updated_at=now,
+            provenance=provenance or current.provenance,
+            provenance_detail=provenance_detail,
         )
         return await asyncio.to_thread(self._write, changed)
 
@@ -352,8 +379,10 @@ class MemoryService:
         offset: int = 0,
         as_of: float | None = None,
         include_superseded: bool = False,
+        provenances: Sequence[Provenance] | None = None,
     ) -> MemoryPage:
-        """A page of memories, newest first, filtered by agent, scope, session and key.
+        """A page of memories, newest first, filtered by agent, scope, session, key and
+        provenance (any of ``provenances``).
 
         Current versions only, unless ``as_of`` (seconds since the epoch, like
         ``created_at``) asks for the versions valid at that moment, or
@@ -362,6 +391,7 @@ class MemoryService:
         both."""
         limit, offset = _check_page(limit, offset, MAX_LIST_LIMIT)
         as_of, include_superseded = check_validity(as_of, include_superseded)
+        wanted = check_provenances(provenances)
         buckets = await asyncio.to_thread(self._buckets, principal, agent_id, scope)
         where = _Where(
             scope=scope,
@@ -370,6 +400,7 @@ class MemoryService:
             agent_id=agent_id,
             as_of=as_of,
             include_superseded=include_superseded,
+            provenances=wanted,
         )
         return await asyncio.to_thread(self._list, principal.tenant, buckets, where, limit, offset)
 
@@ -424,10 +455,11 @@ class MemoryService:
         mode: SearchMode = "hybrid",
         limit: int = 10,
         as_of: float | None = None,
+        provenances: Sequence[Provenance] | None = None,
     ) -> builtins.list[SearchHit]:
         """Full-text, semantic or hybrid search of the long-term tier, best first; of the
         current versions, or with ``as_of`` of the versions valid at that moment (each
-        carries the ``id`` of its memory)."""
+        carries the ``id`` of its memory); of any provenance, or of ``provenances``."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query must be a non-empty string.", field="query")
         if len(query) > MAX_VALUE_CHARS:
@@ -436,8 +468,16 @@ class MemoryService:
             raise InvalidInput("mode must be one of hybrid, text, semantic.", field="mode")
         limit, _ = _check_page(limit, 0, MAX_SEARCH_LIMIT)
         as_of, _ = check_validity(as_of, False)
+        wanted = check_provenances(provenances)
         buckets = await asyncio.to_thread(self._buckets, principal, agent_id, scope)
-        where = _Where(scope=scope, session_id=session_id, key=key, agent_id=agent_id, as_of=as_of)
+        where = _Where(
+            scope=scope,
+            session_id=session_id,
+            key=key,
+            agent_id=agent_id,
+            as_of=as_of,
+            provenances=wanted,
+        )
         return await asyncio.to_thread(
             self._search, principal.tenant, buckets, where, query, mode, limit
         )
@@ -467,12 +507,14 @@ class MemoryService:
         for hit in hits:
             if mode == "text" and not hit.keyword:
                 continue
+            memory = from_record(tenant, hit.record)
             out.append(
                 SearchHit(
-                    memory=from_record(tenant, hit.record),
+                    memory=memory,
                     score=round(hit.relevance, 6),
                     similarity=round(hit.similarity, 6),
                     keyword=round(hit.keyword or 0.0, 6),
+                    provenance=memory.provenance,
                 )
             )
             if len(out) == limit:

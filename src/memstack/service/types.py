@@ -10,17 +10,23 @@ from typing import Final, Literal, get_args
 
 from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput
+from memstack.longterm.types import PROVENANCES, Provenance
 
 __all__ = [
     "CLOSED_REASONS",
+    "DEFAULT_PROVENANCE",
     "GLOBAL_BUCKET",
     "MAX_KEY_CHARS",
+    "MAX_PROVENANCE_DETAIL_CHARS",
     "MAX_VALUE_CHARS",
+    "PROVENANCES",
     "SCOPES",
     "ClosedReason",
     "Memory",
+    "Provenance",
     "Scope",
     "as_closed_reason",
+    "as_provenance",
     "bucket_of",
     "check_id_part",
     "memory_from_json",
@@ -37,7 +43,10 @@ CLOSED_REASONS: Final[tuple[ClosedReason, ...]] = get_args(ClosedReason)
 GLOBAL_BUCKET: Final = "~global"
 """The short-term bucket and storage partition global memories share (no agent id has '~')."""
 
+DEFAULT_PROVENANCE: Final[Provenance] = "user_stated"
+"""The provenance of a memory stored without one: an agent stores what it was told."""
 MAX_KEY_CHARS: Final = 256
+MAX_PROVENANCE_DETAIL_CHARS: Final = 256
 MAX_VALUE_CHARS: Final = 32_768
 MAX_ID_PART_CHARS: Final = 128
 # Letters and digits of any script (a query string carries "機器人" as well as "bot").
@@ -81,6 +90,12 @@ class Memory:
     """The id of the memory whose newer version replaced this one (its own ``id``)."""
     closed_reason: ClosedReason | None = None
     """Why ``valid_to`` is set; None while current."""
+    provenance: Provenance | None = None
+    """How it was learned: ``user_stated`` (the default of a store), ``extracted``,
+    ``tool_output`` or ``imported``. Every write records one; None only on a memory stored
+    before memories had provenance and not written since."""
+    provenance_detail: str | None = None
+    """More on ``provenance``: the extraction model, the tool, the source imported from."""
 
     @property
     def bucket(self) -> str:
@@ -147,6 +162,8 @@ def memory_to_json(memory: Memory) -> str:
             "valid_to": memory.valid_to,
             "superseded_by": memory.superseded_by,
             "closed_reason": memory.closed_reason,
+            "provenance": memory.provenance,
+            "provenance_detail": memory.provenance_detail,
         },
         ensure_ascii=False,
         separators=(",", ":"),
@@ -155,7 +172,8 @@ def memory_to_json(memory: Memory) -> str:
 
 def memory_from_json(text: str | bytes) -> Memory:
     """A memory from ``memory_to_json``; JSON written before memories had validity (no
-    ``valid_*`` fields) loads as a current memory valid since its ``created_at``."""
+    ``valid_*`` fields) loads as a current memory valid since its ``created_at``, and JSON
+    written before they had provenance with ``provenance`` None."""
     data = json.loads(text)
     scope = data["scope"]
     if scope not in SCOPES:
@@ -178,6 +196,8 @@ def memory_from_json(text: str | bytes) -> Memory:
         valid_to=_optional_float(data.get("valid_to")),
         superseded_by=_optional_str(data.get("superseded_by")),
         closed_reason=as_closed_reason(data.get("closed_reason")),
+        provenance=as_provenance(data.get("provenance")),
+        provenance_detail=_optional_str(data.get("provenance_detail")),
     )
 
 
@@ -186,6 +206,14 @@ def as_closed_reason(value: object) -> ClosedReason | None:
     for reason in CLOSED_REASONS:
         if value == reason:
             return reason
+    return None
+
+
+def as_provenance(value: object) -> Provenance | None:
+    """``value`` if it is a known provenance, else None."""
+    for provenance in PROVENANCES:
+        if value == provenance:
+            return provenance
     return None
 
 

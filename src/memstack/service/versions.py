@@ -14,7 +14,13 @@ import uuid
 from dataclasses import replace
 from typing import Final
 
-from memstack.service.types import ClosedReason, Memory, as_closed_reason
+from memstack.service.types import (
+    DEFAULT_PROVENANCE,
+    ClosedReason,
+    Memory,
+    as_closed_reason,
+    as_provenance,
+)
 from memstack.storage import Record
 
 __all__ = ["MAX_VERSIONS", "VERSION_OF", "closed_order", "next_version", "starts", "version_id"]
@@ -37,8 +43,10 @@ def version_id(memory_id: str, closed_at: float) -> str:
 
 def next_version(memory: Memory, stored: Record | None) -> tuple[Memory, Record | None]:
     """The memory to write over ``stored`` (the record with its id, if any), and the
-    closed version of ``stored`` to keep beside it (None: overwrite in place)."""
+    closed version of ``stored`` to keep beside it (None: overwrite in place). A closed
+    version keeps the provenance it had."""
     memory = replace(memory, valid_to=None, superseded_by=None, closed_reason=None)
+    memory = _with_provenance(memory, stored if stored and stored.valid_to is None else None)
     if stored is None:
         return replace(memory, valid_from=memory.created_at), None
     if stored.valid_to is not None:  # evicted: kept as it was, the memory starts anew
@@ -53,6 +61,22 @@ def next_version(memory: Memory, stored: Record | None) -> tuple[Memory, Record 
         return replace(memory, valid_from=starts(stored)), None
     at = max(memory.updated_at, starts(stored))
     return replace(memory, valid_from=at), _closed(stored, memory, at=at, reason="superseded")
+
+
+def _with_provenance(memory: Memory, current: Record | None) -> Memory:
+    """A memory written without a provenance keeps the current version's (and its detail,
+    unless it gives one of its own); a new one gets ``DEFAULT_PROVENANCE``."""
+    if memory.provenance is not None:
+        return memory
+    kept = as_provenance(current.provenance) if current is not None else None
+    if current is None or kept is None:
+        return replace(memory, provenance=DEFAULT_PROVENANCE)
+    detail = memory.provenance_detail
+    return replace(
+        memory,
+        provenance=kept,
+        provenance_detail=current.provenance_detail if detail is None else detail,
+    )
 
 
 def _closed(stored: Record, memory: Memory, *, at: float, reason: ClosedReason) -> Record:
