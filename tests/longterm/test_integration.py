@@ -1,34 +1,8 @@
 """Long-term memory end to end: the real local model on a real SQLite file and PostgreSQL."""
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from memstack import ManualClock
-from memstack.embeddings import LocalEmbedder
 from memstack.longterm import Collection, LongTermMemory, render_recalled
-from memstack.storage import PostgresRecordStore, RecordStore, SQLiteRecordStore
-
-
-@pytest.fixture(scope="module")
-def local_embedder() -> LocalEmbedder:
-    return LocalEmbedder()
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def real_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RecordStore]:
-    store: RecordStore
-    if request.param == "sqlite":
-        store = SQLiteRecordStore(tmp_path / "ltm.db")
-    else:
-        url: str = request.getfixturevalue("postgres_url")
-        store = PostgresRecordStore(url, schema=f"ltm_{tmp_path.name[-12:].replace('-', '_')}")
-    store.setup()
-    yield store
-    store.delete_namespace(Collection(user_id="alice").name)
-    store.delete_namespace(Collection(user_id="bob").name)
-    store.close()
+from memstack.storage import SQLiteRecordStore
 
 
 async def test_semantic_recall_dedupe_and_isolation(real_store, local_embedder):

@@ -23,11 +23,6 @@ SHOWN = re.compile(r"\[([0-9a-f]{32})\]")
 MODEL = "gpt-4o-mini-2024-07-18"
 
 
-@pytest.fixture(scope="module")
-def local_embedder() -> LocalEmbedder:
-    return LocalEmbedder()
-
-
 @pytest.fixture
 def sqlite_store(tmp_path: Path) -> Iterator[RecordStore]:
     store = SQLiteRecordStore(tmp_path / "ltm.db")

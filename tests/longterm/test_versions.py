@@ -6,38 +6,16 @@ the history shows both, and nothing was deleted."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from memstack import ManualClock
 from memstack.embeddings import HashEmbedder, LocalEmbedder
 from memstack.errors import InvalidInput, NotFound
 from memstack.longterm import Collection, LongTermMemory
-from memstack.storage import Filter, PostgresRecordStore, RecordStore, SQLiteRecordStore
+from memstack.storage import Filter, RecordStore
 from tests.longterm.conftest import NOW
 
 DAY = 86_400.0
-
-
-@pytest.fixture(scope="module")
-def local_embedder() -> LocalEmbedder:
-    return LocalEmbedder()
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def real_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RecordStore]:
-    store: RecordStore
-    if request.param == "sqlite":
-        store = SQLiteRecordStore(tmp_path / "ltm.db")
-    else:
-        url: str = request.getfixturevalue("postgres_url")
-        store = PostgresRecordStore(url, schema=f"ver_{tmp_path.name[-12:].replace('-', '_')}")
-    store.setup()
-    yield store
-    store.delete_namespace(Collection(user_id="alice").name)
-    store.close()
 
 
 async def test_bob_moved_recall_answers_berlin_and_as_of_answers_lisbon(
