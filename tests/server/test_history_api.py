@@ -152,6 +152,10 @@ async def test_history_after_an_eviction_and_404s(api, keys: Keys, clock):
             "message": response.json()["error"]["message"],
             "field": "id",
         }
+    erased = await api.delete(f"/api/memories/{memory_id}", headers=headers)  # by its id
+    assert erased.status_code == 200 and erased.json() == {"deleted": True, "id": memory_id}
+    gone = await api.get(f"/api/memories/{memory_id}/history", headers=headers)
+    assert gone.status_code == 404
 
 
 async def test_delete_erases_the_history(api, keys: Keys, clock, services: Services):

@@ -9,6 +9,7 @@ import pytest
 
 from memstack import InvalidInput, ManualClock, NotFound
 from memstack.embeddings import HashEmbedder
+from memstack.service.ltm import LongTermTier
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
 from memstack.service.stm import InProcessTier
@@ -129,8 +130,13 @@ async def test_history_survives_supersedes_and_an_eviction(
     assert history[-1].superseded_by is None
     with pytest.raises(NotFound):  # a closed memory is not current: 404 as before
         await service.update(ACME, bob.id, value="Paris")
+    erased = await service.delete(ACME, bob.id)  # but it can be erased by its id
+    assert (erased.value, erased.closed_reason) == ("Rome", "evicted")
     with pytest.raises(NotFound):
-        await service.delete(ACME, bob.id)
+        await service.history(ACME, bob.id)
+    every = Filter(include_expired=True, include_superseded=True)
+    left = records.list(LongTermTier.namespace("acme", "bot"), filter=every, limit=100)
+    assert sorted(str(r.metadata.get("value")) for r in left) == ["Kyiv", "Oslo"]
 
 
 async def test_storing_an_evicted_memory_again_keeps_the_eviction_in_history(

@@ -286,8 +286,13 @@ class MemoryService:
 
     async def delete(self, principal: Principal, memory_id: str) -> Memory:
         """Erase a memory and every version of it from every tier and index; returns
-        what was removed. Nothing of it stays in ``history``: a delete is an erasure."""
-        memory = await self.get(principal, memory_id)
+        what was removed (the current version, or the evicted one). Nothing of it stays
+        in ``history``: a delete is an erasure, so a memory the cap evicted, which ``get``
+        no longer returns, can still be erased by its id."""
+        try:
+            memory = await self.get(principal, memory_id)
+        except NotFound:
+            memory = (await self.history(principal, memory_id))[-1]
         await asyncio.to_thread(self._remove, memory.tenant, memory.bucket, [memory.id])
         return memory
 
