@@ -274,3 +274,24 @@ def test_a_word_in_most_rows_does_not_hide_a_rare_one(postgres_url: str, pg_sche
     assert sorted(i for i, _ in hits) == [f"r{i}" for i in range(5)]
     assert len(store.text_ids("kw", "common", k=40)) == 40
     store.close()
+
+
+def test_ready_after_a_bulk_load_refreshes_the_planner_statistics(
+    postgres_url: str, pg_schema: str
+) -> None:
+    store = _store(postgres_url, pg_schema)
+    store.upsert([rec(f"c{i:04d}", "kw", f"note number {i}") for i in range(2000)])
+
+    def planned_rows() -> float:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)",
+                (f"{pg_schema}.records",),
+            ).fetchone()
+        assert row is not None
+        return float(row[0])
+
+    assert planned_rows() < 1000  # never analyzed (-1), or before the load
+    assert store.ready("kw") is True
+    assert planned_rows() == 2000
+    store.close()

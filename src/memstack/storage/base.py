@@ -275,7 +275,9 @@ class RecordStore:
         """Whether searches of ``namespace`` run at full speed. A namespace of 50k+
         memories builds its vector index in the background after it is loaded; until
         then searches scan exactly (same results, slower). Starts a build when one is
-        due; poll it to wait, e.g. after a bulk load."""
+        due; poll it to wait, e.g. after a bulk load. On PostgreSQL it analyzes the
+        table when a load left the planner's statistics stale (searches then picked
+        slow plans until autovacuum came by)."""
         return self.backend.ready(_name(namespace))
 
     def namespace_info(self, namespace: NamespaceLike) -> NamespaceInfo | None:
