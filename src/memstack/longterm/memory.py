@@ -59,7 +59,7 @@ from memstack.longterm.types import (
     RecalledMemory,
     RememberOutcome,
 )
-from memstack.longterm.versions import closed, history, superseded
+from memstack.longterm.versions import Closing, close_current, closed, history
 from memstack.providers.base import ChatModel, Message
 from memstack.storage import Cap, Filter, Record, RecordStore
 from memstack.storage.hybrid import HybridHit, hybrid_candidates
@@ -492,24 +492,15 @@ class LongTermMemory:
         """The stored memories this write closes: those the new records supersede, and
         those ``retire`` names (closed now, ``closed_reason="deleted"``)."""
         now = self.clock.now()
-        new = {r.id: r for r in records}
-        replacements = {
-            outcome.id: candidate.supersedes
+        starts = {r.id: r.valid_from or r.created_at for r in records}
+        closings = [
+            Closing(id=old, at=starts[outcome.id], reason="superseded", by=outcome.id)
             for candidate, outcome in zip(candidates, outcomes, strict=True)
-            if candidate.supersedes and outcome and outcome.status == "stored" and outcome.id
-        }
-        starts = {i: new[i].valid_from or new[i].created_at for i in replacements}
-        retired = {f"retire:{i}": [old] for i, old in enumerate(retire)}
-        closing = superseded(
-            self.store,
-            self.namespace,
-            {**replacements, **retired},
-            {**starts, **dict.fromkeys(retired, now)},
-        )
-        return [
-            closed(r, at=now, reason="deleted") if r.superseded_by in retired else r
-            for r in closing
+            if outcome is not None and outcome.status == "stored" and outcome.id
+            for old in candidate.supersedes
         ]
+        closings += [Closing(id=old, at=now, reason="deleted") for old in retire]
+        return close_current(self.store, self.namespace, closings)
 
     def _duplicates(self, vectors: np.ndarray) -> list[_Duplicate | None]:
         """Per vector, what it duplicates (cosine >= 0.92): the nearest stored item, found

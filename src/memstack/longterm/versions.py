@@ -11,13 +11,13 @@ leave closed memories out; ``as_of`` and ``history`` bring them back. Forgetting
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Final
 
 from memstack.errors import InvalidInput, NotFound
 from memstack.storage import Filter, Record, RecordStore
 
-__all__ = ["MAX_VERSIONS", "closed", "history", "superseded"]
+__all__ = ["MAX_VERSIONS", "Closing", "close_current", "closed", "history"]
 
 MAX_VERSIONS: Final = 1_000
 """At most this many versions are read for one history (caps keep far fewer)."""
@@ -31,17 +31,21 @@ def closed(record: Record, *, at: float, reason: str, by: str | None = None) -> 
     )
 
 
-def superseded(
-    store: RecordStore,
-    namespace: str,
-    replacements: Mapping[str, Sequence[str]],
-    starts: Mapping[str, float],
-) -> list[Record]:
-    """The stored records that ``replacements`` (new id -> ids it supersedes) close, each
-    closed when its replacement starts (``starts``). Every id must name a current memory
-    of ``namespace`` and be superseded once; otherwise ``InvalidInput`` and nothing is
-    closed."""
-    wanted = [old for olds in replacements.values() for old in olds]
+@dataclass(frozen=True, kw_only=True)
+class Closing:
+    """A current memory to close: at ``at``, for ``reason``, replaced by ``by`` (if any)."""
+
+    id: str
+    at: float
+    reason: str
+    by: str | None = None
+
+
+def close_current(store: RecordStore, namespace: str, closings: Sequence[Closing]) -> list[Record]:
+    """The stored records ``closings`` name, closed as they say, in one read. Every id
+    must name a current memory of ``namespace`` and be closed once; otherwise
+    ``InvalidInput`` (field ``supersedes``) and nothing is closed."""
+    wanted = [c.id for c in closings]
     if len(set(wanted)) != len(wanted):
         twice = sorted({old for old in wanted if wanted.count(old) > 1})
         raise InvalidInput(
@@ -64,11 +68,7 @@ def superseded(
                 "the current version instead.",
                 field="supersedes",
             )
-    return [
-        closed(found[old], at=starts[new], reason="superseded", by=new)
-        for new, olds in replacements.items()
-        for old in olds
-    ]
+    return [closed(found[c.id], at=c.at, reason=c.reason, by=c.by) for c in closings]
 
 
 def history(store: RecordStore, namespace: str, memory_id: str) -> list[Record]:
