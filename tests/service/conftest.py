@@ -1,4 +1,6 @@
-"""The long-term store of every backend, on a manual clock, for the service tests."""
+"""The long-term store of every backend, on a manual clock, and a service on it, for the
+service tests; and a memory as the short-term tier stored it before validity and
+provenance."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -6,12 +8,29 @@ from pathlib import Path
 import pytest
 
 from memstack import ManualClock
+from memstack.embeddings import HashEmbedder
+from memstack.service.memories import MemoryService
+from memstack.service.stm import InProcessTier
 from memstack.storage import (
     InMemoryRecordStore,
     PostgresRecordStore,
     RecordStore,
     SQLiteRecordStore,
 )
+
+OLD_STORED_JSON: dict[str, object] = {
+    "id": "mem_1",
+    "tenant": "acme",
+    "agent_id": "bot",
+    "scope": "agent",
+    "key": "k",
+    "value": "v",
+    "session_id": None,
+    "metadata": {},
+    "expires_at": None,
+    "created_at": 10.0,
+    "updated_at": 12.0,
+}
 
 
 @pytest.fixture
@@ -36,3 +55,13 @@ def records(
     store.setup()
     yield store
     store.close()
+
+
+@pytest.fixture
+def service(records: RecordStore, clock: ManualClock) -> MemoryService:
+    return MemoryService(
+        records=records,
+        embedder=HashEmbedder(),
+        short_term=InProcessTier(max_entries=20),
+        clock=clock,
+    )

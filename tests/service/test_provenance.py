@@ -8,24 +8,13 @@ from dataclasses import replace
 import pytest
 
 from memstack import InvalidInput, ManualClock
-from memstack.embeddings import HashEmbedder
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
-from memstack.service.stm import InProcessTier
 from memstack.service.types import PROVENANCES, Provenance, memory_from_json, memory_to_json
 from memstack.storage import Filter, RecordStore
+from tests.service.conftest import OLD_STORED_JSON
 
 ACME = Principal(tenant="acme")
-
-
-@pytest.fixture
-def service(records: RecordStore, clock: ManualClock) -> MemoryService:
-    return MemoryService(
-        records=records,
-        embedder=HashEmbedder(),
-        short_term=InProcessTier(max_entries=20),
-        clock=clock,
-    )
 
 
 async def stored_each(service: MemoryService) -> dict[Provenance, str]:
@@ -184,19 +173,7 @@ async def test_a_memory_stored_before_provenance_reads_none_and_gets_one_when_wr
 
 
 def test_the_short_term_json_carries_provenance_and_old_json_still_loads():
-    old: dict[str, object] = {
-        "id": "mem_1",
-        "tenant": "acme",
-        "agent_id": "bot",
-        "scope": "agent",
-        "key": "k",
-        "value": "v",
-        "session_id": None,
-        "metadata": {},
-        "expires_at": None,
-        "created_at": 10.0,
-        "updated_at": 12.0,
-    }
+    old = OLD_STORED_JSON
     memory = memory_from_json(json.dumps(old))
     assert (memory.provenance, memory.provenance_detail) == (None, None)
     for provenance in PROVENANCES:

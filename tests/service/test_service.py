@@ -14,17 +14,6 @@ OTHER = Principal(tenant="other")
 HOUR = 3600.0
 
 
-@pytest.fixture
-def service(records: RecordStore, clock: ManualClock) -> MemoryService:
-    return MemoryService(
-        records=records,
-        embedder=HashEmbedder(),
-        short_term=InProcessTier(max_entries=20),
-        ltm_max_entries=200,
-        clock=clock,
-    )
-
-
 async def test_store_get_and_upsert(service: MemoryService, clock: ManualClock):
     first = await service.store(ACME, agent_id="bot", key="coding-style", value="Use type hints.")
     assert (first.scope, first.agent_id, first.key) == ("agent", "bot", "coding-style")

@@ -16,6 +16,7 @@ from memstack.service.stm import InProcessTier
 from memstack.service.types import Memory, memory_from_json, memory_to_json
 from memstack.service.versions import MAX_VERSIONS
 from memstack.storage import Filter, RecordStore
+from tests.service.conftest import OLD_STORED_JSON
 
 ACME = Principal(tenant="acme")
 OTHER = Principal(tenant="other")
@@ -241,19 +242,7 @@ async def test_history_of_an_evicted_memory_is_scoped_too(records: RecordStore, 
 
 
 def test_stored_json_without_validity_still_loads():
-    old: dict[str, object] = {
-        "id": "mem_1",
-        "tenant": "acme",
-        "agent_id": "bot",
-        "scope": "agent",
-        "key": "k",
-        "value": "v",
-        "session_id": None,
-        "metadata": {},
-        "expires_at": None,
-        "created_at": 10.0,
-        "updated_at": 12.0,
-    }
+    old = OLD_STORED_JSON
     memory = memory_from_json(json.dumps(old))
     assert (memory.valid_from, memory.valid_to, memory.superseded_by) == (None, None, None)
     assert memory.starts == 10.0 and memory.is_current
