@@ -1,5 +1,6 @@
 """Per-namespace search indexes of the SQLite backend, cached in process: the vector
-matrix (``VectorRows``) of its exact vector search and the ``KeywordIndex`` of its BM25.
+matrix (``VectorRows``) of its exact vector search and the ``KeywordIndex`` of its BM25;
+and the records lately read from those namespaces (``RecordMemo``).
 
 Each is loaded on the first search that needs it. Both hold every row of the namespace,
 closed versions too, each with the time it stops being returned by default
@@ -15,6 +16,12 @@ version it was built at; every write to a namespace, from any connection or proc
 bumps that row in the same transaction. This store's own writes update the entries in
 place (``begin`` -> ``CacheDiff`` -> ``commit``) and move them to the new version, so
 only another connection's write makes the next search reload the namespace.
+
+Touching records (``last_accessed_at``) bumps the row's ``touches`` instead: it changes
+no index, so another connection's touch only makes this one forget the namespace's
+records, and this store's own touch forgets the ids it touched. Records are held only
+for namespaces that have an entry (were searched), so reading one record of many
+namespaces never pushes a searched namespace's indexes out.
 """
 
 from __future__ import annotations
@@ -26,10 +33,11 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from memstack.storage._keywords import KeywordIndex
+from memstack.storage._record_memo import RecordMemo
 from memstack.storage._vector_rows import VectorRows, load_rows
 from memstack.storage.types import Record, keyword_text
 
-__all__ = ["CacheDiff", "NamespaceCache", "namespace_version"]
+__all__ = ["CacheDiff", "NamespaceCache", "namespace_counts"]
 
 _FETCH = 1_000
 _HIDDEN_AT: Final = (
@@ -40,11 +48,12 @@ _HIDDEN_AT: Final = (
 rows by it, so a closed version costs a search nothing but its slot."""
 
 
-def namespace_version(conn: sqlite3.Connection, namespace: str) -> int:
+def namespace_counts(conn: sqlite3.Connection, namespace: str) -> tuple[int, int]:
+    """How many writes and how many touches the namespace has had."""
     row = conn.execute(
-        "SELECT version FROM namespace_versions WHERE namespace = ?", (namespace,)
+        "SELECT version, touches FROM namespace_versions WHERE namespace = ?", (namespace,)
     ).fetchone()
-    return 0 if row is None else int(row[0])
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
 
 _UNLOADED: Final = object()
@@ -53,6 +62,7 @@ _UNLOADED: Final = object()
 @dataclass(kw_only=True)
 class _Entry:
     version: int
+    touches: int
     rows: VectorRows[str] | object | None = _UNLOADED  # None: no embedding in the namespace
     words: KeywordIndex[str] | None = None  # None: not loaded yet
 
@@ -79,9 +89,10 @@ class CacheDiff:
 class NamespaceCache:
     """A small LRU of namespaces' indexes; the caller serializes access."""
 
-    def __init__(self, max_namespaces: int = 32) -> None:
+    def __init__(self, max_namespaces: int = 32, max_records: int = 2_048) -> None:
         self._max = max_namespaces
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self.records = RecordMemo(max_records)
 
     def rows(self, conn: sqlite3.Connection, namespace: str) -> VectorRows[str] | None:
         """The namespace's vectors, reloaded if another connection wrote to it since."""
@@ -98,17 +109,46 @@ class NamespaceCache:
             entry.words = _load_words(conn, namespace)
         return entry.words
 
-    def _entry(self, conn: sqlite3.Connection, namespace: str) -> _Entry:
-        version = namespace_version(conn, namespace)
+    def held(self, conn: sqlite3.Connection, namespace: str) -> bool:
+        """Whether the namespace has a valid entry, whose records ``records`` may hold
+        (checked against the database, so call it in the read that uses them)."""
         entry = self._entries.get(namespace)
-        if entry is None or entry.version != version:
-            self._discard(namespace)  # free the old indexes before loading anew
-            entry = _Entry(version=version)
+        return entry is not None and self._valid(entry, conn, namespace)
+
+    def _entry(self, conn: sqlite3.Connection, namespace: str) -> _Entry:
+        entry = self._entries.get(namespace)
+        if entry is None or not self._valid(entry, conn, namespace):
+            version, touches = namespace_counts(conn, namespace)
+            entry = _Entry(version=version, touches=touches)
             self._entries[namespace] = entry
             while len(self._entries) > self._max:
                 self._discard(next(iter(self._entries)))
         self._entries.move_to_end(namespace)
         return entry
+
+    def _valid(self, entry: _Entry, conn: sqlite3.Connection, namespace: str) -> bool:
+        """Whether the entry is still the namespace's; forgets its records when only
+        touched, and the whole entry (freeing its indexes) when written to."""
+        version, touches = namespace_counts(conn, namespace)
+        if entry.version != version:
+            self._discard(namespace)
+            return False
+        if entry.touches != touches:
+            self.records.drop(namespace)
+            entry.touches = touches
+        return True
+
+    def touched(self, namespace: str, ids: Sequence[str], before: tuple[int, int]) -> None:
+        """This store touched ``ids`` (the namespace's counts were ``before``, and its
+        touches are one more now): forget those records."""
+        entry = self._entries.get(namespace)
+        if entry is None:
+            return
+        if (entry.version, entry.touches) == before:
+            self.records.forget(namespace, ids)
+            entry.touches += 1
+        else:
+            self.records.drop(namespace)
 
     def begin(self, conn: sqlite3.Connection, namespaces: set[str]) -> CacheDiff:
         """Start a write to ``namespaces``; call inside its transaction, before it writes."""
@@ -116,7 +156,7 @@ class NamespaceCache:
         for namespace in namespaces:
             entry = self._entries.get(namespace)
             if entry is not None:
-                if entry.version == namespace_version(conn, namespace):
+                if entry.version == namespace_counts(conn, namespace)[0]:
                     versions[namespace] = entry.version
                 else:
                     self._discard(namespace)
@@ -130,6 +170,8 @@ class NamespaceCache:
             if entry is None or entry.version != version:
                 self._discard(namespace)
                 continue
+            self.records.forget(namespace, diff.removes.get(namespace, ()))
+            self.records.forget(namespace, (r.id for r in diff.puts.get(namespace, ())))
             for id in diff.removes.get(namespace, ()):
                 if isinstance(entry.rows, VectorRows):
                     entry.rows.remove(id)
@@ -145,10 +187,12 @@ class NamespaceCache:
     def clear(self) -> None:
         for namespace in list(self._entries):
             self._discard(namespace)
+        self.records.clear()
 
     def _discard(self, namespace: str) -> None:
         """Forget a namespace's indexes, stopping a vector index build in progress."""
         entry = self._entries.pop(namespace, None)
+        self.records.drop(namespace)
         if entry is not None and isinstance(entry.rows, VectorRows):
             entry.rows.close()
 

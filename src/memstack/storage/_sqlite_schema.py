@@ -17,6 +17,9 @@ caller's write transaction, so a schema change is all or nothing.
   ``valid_to`` (NULL while current), ``superseded_by``, ``closed_reason``, ``provenance``,
   ``provenance_detail``; a partial index finds a namespace's closed records (history, and
   the ``keep_closed`` bound of caps).
+- ``namespace_versions.touches`` (6) counts touches (``last_accessed_at`` updates) apart
+  from writes: another connection's touch changes no search index, only the records a
+  store holds in process.
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX records_ns_closed ON records (namespace, valid_to)"
         " WHERE valid_to IS NOT NULL",
     ),
+    ("ALTER TABLE namespace_versions ADD COLUMN touches INTEGER NOT NULL DEFAULT 0",),
 )
 
 

@@ -17,6 +17,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 from memstack.clock import Clock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import _sqlite_query as q
-from memstack.storage._sqlite_cache import CacheDiff, NamespaceCache
+from memstack.storage._sqlite_cache import CacheDiff, NamespaceCache, namespace_counts
 from memstack.storage._sqlite_schema import migrate
 from memstack.storage._vector_rows import Mask
 from memstack.storage.backend import (
@@ -54,14 +55,23 @@ class SQLiteBackend:
     of the process, but the last commits may be lost if the machine loses power.
     ``durable=True`` sets ``synchronous=FULL``, which syncs the WAL on every commit, so
     they survive power loss too, at the cost of one fsync per write.
+
+    ``cached_namespaces`` bounds the namespaces whose search indexes stay in process,
+    ``cached_records`` the records read from them kept for the next read (see
+    ``_sqlite_cache``).
     """
 
     def __init__(
-        self, path: str | PathLike[str], *, cached_namespaces: int = 32, durable: bool = False
+        self,
+        path: str | PathLike[str],
+        *,
+        cached_namespaces: int = 32,
+        cached_records: int = 2_048,
+        durable: bool = False,
     ) -> None:
         self.path = str(path)
         self._lock = threading.RLock()
-        self._cache = NamespaceCache(cached_namespaces)
+        self._cache = NamespaceCache(cached_namespaces, cached_records)
         self._conn: sqlite3.Connection | None = _connect(self.path, durable=durable)
 
     @property
@@ -119,12 +129,20 @@ class SQLiteBackend:
         return WriteResult(deleted=deleted, evicted=evicted)
 
     def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE records SET last_accessed_at = ?"
-                " WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
-                (at, namespace, q.json_list(ids)),
-            )
+        with self._lock:
+            with self._write() as conn:
+                before = namespace_counts(conn, namespace)
+                conn.execute(
+                    "UPDATE records SET last_accessed_at = ?"
+                    " WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
+                    (at, namespace, q.json_list(ids)),
+                )
+                conn.execute(
+                    "INSERT INTO namespace_versions (namespace, version, touches)"
+                    " VALUES (?, 0, 1) ON CONFLICT (namespace) DO UPDATE SET touches = touches + 1",
+                    (namespace,),
+                )
+            self._cache.touched(namespace, ids, before)  # once committed
 
     def delete_namespace(self, namespace: str) -> int:
         with self._lock, self._write() as conn:
@@ -165,12 +183,23 @@ class SQLiteBackend:
     def get(
         self, namespace: str, ids: Sequence[str], now: float, *, expired: bool = False
     ) -> builtins.list[Record]:
-        wanted = Filter(ids=tuple(ids), include_expired=expired, include_superseded=True)
-        return self._select(namespace, wanted, now)
+        every = Filter(ids=tuple(ids), include_expired=True, include_superseded=True)
+        with self._read() as conn:
+            if not self._cache.held(conn, namespace):
+                wanted = replace(every, include_expired=expired)
+                return _selected(conn, namespace, wanted, now)
+            found, missing = self._cache.records.take(namespace, ids)
+            if missing:
+                read = _selected(conn, namespace, replace(every, ids=tuple(missing)), now)
+                found += self._cache.records.keep(namespace, read)
+        if expired:
+            return found
+        return [r for r in found if r.expires_at is None or r.expires_at > now]
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
         tail = f"ORDER BY {q.ORDER_BY[page.order]} LIMIT ? OFFSET ?"
-        return self._select(namespace, wanted, now, tail, [page.limit, page.offset])
+        with self._read() as conn:
+            return _selected(conn, namespace, wanted, now, tail, [page.limit, page.offset])
 
     def count(self, namespace: str, wanted: Filter, now: float) -> int:
         clause, params = q.where(namespace, wanted, now)
@@ -233,20 +262,6 @@ class SQLiteBackend:
         with self._read() as conn:
             return _info(conn, namespace)
 
-    def _select(
-        self,
-        namespace: str,
-        wanted: Filter,
-        now: float,
-        tail: str = "",
-        tail_params: Sequence[Any] = (),
-    ) -> builtins.list[Record]:
-        clause, params = q.where(namespace, wanted, now)
-        sql = f"SELECT {q.COLUMNS} FROM records r WHERE {clause} {tail}"
-        with self._read() as conn:
-            rows = conn.execute(sql, [*params, *tail_params]).fetchall()
-        return [q.record_from_row(row) for row in rows]
-
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         """The connection inside one read transaction: a consistent snapshot."""
@@ -286,10 +301,16 @@ class SQLiteRecordStore(RecordStore):
         *,
         clock: Clock | None = None,
         cached_namespaces: int = 32,
+        cached_records: int = 2_048,
         durable: bool = False,
     ) -> None:
         self.path = str(path)
-        backend = SQLiteBackend(path, cached_namespaces=cached_namespaces, durable=durable)
+        backend = SQLiteBackend(
+            path,
+            cached_namespaces=cached_namespaces,
+            cached_records=cached_records,
+            durable=durable,
+        )
         super().__init__(backend, clock=clock)
 
     @classmethod
@@ -464,6 +485,20 @@ def _bump(conn: sqlite3.Connection, namespaces: set[str]) -> None:
         " ON CONFLICT (namespace) DO UPDATE SET version = version + 1",
         [(ns,) for ns in namespaces],
     )
+
+
+def _selected(
+    conn: sqlite3.Connection,
+    namespace: str,
+    wanted: Filter,
+    now: float,
+    tail: str = "",
+    tail_params: Sequence[Any] = (),
+) -> builtins.list[Record]:
+    clause, params = q.where(namespace, wanted, now)
+    sql = f"SELECT {q.COLUMNS} FROM records r WHERE {clause} {tail}"
+    rows = conn.execute(sql, [*params, *tail_params]).fetchall()
+    return [q.record_from_row(row) for row in rows]
 
 
 def _filtered_ids(
