@@ -17,10 +17,13 @@ caller serializes every call; only the build runs beside it, on rows nobody writ
 from __future__ import annotations
 
 import bisect
+import ctypes
+import sys
 import threading
 from array import array
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -30,7 +33,7 @@ from memstack.storage._ann import ANN_MIN_ROWS, AnnIndex
 from memstack.storage._vectors import normalized, top_k
 from memstack.storage.types import Vector
 
-__all__ = ["VectorRows", "load_rows"]
+__all__ = ["VectorRows", "load_rows", "release_heap"]
 
 K = TypeVar("K", bound=Hashable)
 _MAX_CHUNK = 16_384
@@ -253,6 +256,7 @@ class VectorRows(Generic[K]):
                 built.index.add(np.arange(start + lo, start + len(chunk)), chunk[lo:])
         built.index.remove([s for s in range(built.upto, len(self.keys)) if not self._alive[s]])
         self._ann = built.index
+        release_heap()  # what the build's thread freed
 
     def _compact(self) -> None:
         """Copy the live rows into one new chunk and renumber the slots."""
@@ -271,8 +275,34 @@ class VectorRows(Generic[K]):
 
 def load_rows(dim: int, count: int, rows: Iterable[tuple[K, bytes, float | None]]) -> VectorRows[K]:
     """``VectorRows`` filled from ``(key, little-endian float32 blob, expires_at)`` rows,
-    written straight into one chunk of ``count`` rows: no list of blobs, no second copy."""
+    written straight into one chunk of ``count`` rows: no list of blobs, no second copy.
+    The heap the load's transient objects used is handed back (``release_heap``)."""
     vectors: VectorRows[K] = VectorRows(dim, capacity=count)
     for key, blob, expires_at in rows:
         vectors.put(key, np.frombuffer(blob, dtype="<f4"), expires_at)
+    release_heap()
     return vectors
+
+
+def release_heap() -> None:
+    """Hand the heap that freed objects left behind back to the OS, after a bulk load.
+
+    glibc's ``free`` returns memory only from the top of the heap (and grows its mmap
+    threshold as large arrays are freed, so later ones come from the heap too): the rows
+    and temporaries of a load of 100k records left 13-40 MB resident but unused, which
+    ``malloc_trim`` releases in a few milliseconds. A no-op where glibc is not the C
+    library (macOS, musl, Windows)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@lru_cache(maxsize=1)
+def _malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+    return trim
