@@ -34,7 +34,7 @@ from typing import Final
 
 from memstack.storage._keywords import KeywordIndex
 from memstack.storage._record_memo import RecordMemo
-from memstack.storage._vector_rows import VectorRows, load_rows
+from memstack.storage._vector_rows import VectorRows, load_rows, release_heap
 from memstack.storage.types import Record, keyword_text
 
 __all__ = ["CacheDiff", "NamespaceCache", "namespace_counts"]
@@ -221,6 +221,8 @@ def _load_words(conn: sqlite3.Connection, namespace: str) -> KeywordIndex[str]:
     while batch := cursor.fetchmany(_FETCH):
         for id, text, context, expires_at in batch:
             words.put(id, keyword_text(text, context), expires_at)
+    words.pack()  # the postings in a few numpy arrays: about a third of their size as written
+    release_heap()
     return words
 
 
