@@ -1,5 +1,6 @@
-"""What only the PostgreSQL backend promises: schemas, pools, setup under concurrency, and
-which search path (HNSW, exact, capped keywords) a namespace gets."""
+"""What only the PostgreSQL backend promises: schemas, pools, setup under concurrency,
+migrations of an existing database, and which search path (HNSW, exact, capped keywords) a
+namespace gets as its size changes."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
 
+import memstack.storage.postgres as pg
 from memstack.clock import ManualClock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import Filter, PostgresRecordStore, Record
@@ -294,4 +296,103 @@ def test_ready_after_a_bulk_load_refreshes_the_planner_statistics(
     assert planned_rows() < 1000  # never analyzed (-1), or before the load
     assert store.ready("kw") is True
     assert planned_rows() == 2000
+    store.close()
+
+
+# -- migration 7, and the namespace size that picks the path ----------------------------
+
+
+def _hnsw_options(url: str, schema: str) -> dict[str, list[str]]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT relname, reloptions FROM pg_class WHERE relnamespace = %s::regnamespace"
+            " AND relname LIKE 'records_hnsw_%%'",
+            (f'"{schema}"',),
+        ).fetchall()
+    return {str(name): sorted(options) for name, options in rows}
+
+
+def test_migration_7_rebuilds_the_hnsw_indexes_of_an_existing_database(
+    postgres_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg, "MIGRATIONS", MIGRATIONS[:6])  # a database of an older memstack
+    old = PostgresRecordStore(postgres_url, schema=pg_schema)
+    old.setup()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # as the older one made it
+        conn.execute(
+            f'CREATE INDEX records_hnsw_3 ON "{pg_schema}".records USING hnsw'
+            " ((embedding::vector(3)) vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+            " WHERE dim = 3"
+        )
+    old.upsert([rec("a", "one", embedding=[1, 0, 0]), rec("b", "big", embedding=[0] * 383 + [1])])
+    old.close()
+    assert _hnsw_options(postgres_url, pg_schema) == {
+        "records_hnsw_3": ["ef_construction=64", "m=16"],
+        "records_hnsw_384": ["ef_construction=64", "m=16"],
+    }
+
+    monkeypatch.undo()
+    store = PostgresRecordStore(postgres_url, schema=pg_schema)
+    store.setup()
+    assert _hnsw_options(postgres_url, pg_schema) == {
+        "records_hnsw_3": ["ef_construction=512", "m=16"],
+        "records_hnsw_384": ["ef_construction=512", "m=16"],
+    }
+    assert [i for i, _ in store.vector_ids("one", [1, 0, 0], k=1)] == ["a"]
+    store.close()
+
+
+def _searching_store(pool: ConnectionPool[Any], schema: str) -> PostgresRecordStore:
+    """HNSW past 100 rows, ef_search k (at pgvector's 1000, a 2000-row table is scanned)."""
+    store = PostgresRecordStore(
+        pool, schema=schema, clock=ManualClock(), exact_limit=100, ef_search=1
+    )
+    store.setup()
+    return store
+
+
+def _searched_through_hnsw(store: PostgresRecordStore, seen: list[str], query: Any) -> bool:
+    seen.clear()
+    assert len(store.vector_ids("ns", query, k=5)) == 5
+    return any("Index Scan using records_hnsw_8" in plan for plan in seen)
+
+
+def test_the_stores_own_writes_move_a_namespace_between_exact_and_hnsw(
+    postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
+) -> None:
+    pool, seen = plans
+    store = _searching_store(pool, pg_schema)
+    rows, query = _unit_rows(2000, 8, seed=1), _unit_rows(1, 8, seed=2)[0]
+    store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows[:40])])
+    assert not _searched_through_hnsw(store, seen, query)  # 40 rows: counted, exact
+
+    store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows[40:], start=40)])
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'ANALYZE "{pg_schema}".records')
+    assert _searched_through_hnsw(store, seen, query)  # grown past the limit: counted again
+
+    store.delete("ns", [f"r{i}" for i in range(10, 2000)])
+    assert not _searched_through_hnsw(store, seen, query)  # shrunk: counted again
+    store.close()
+
+
+def test_another_writers_rows_count_once_the_size_is_old(
+    postgres_url: str,
+    pg_schema: str,
+    plans: tuple[ConnectionPool[Any], list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool, seen = plans
+    store = _searching_store(pool, pg_schema)
+    other = PostgresRecordStore(postgres_url, schema=pg_schema, clock=ManualClock())
+    rows, query = _unit_rows(2000, 8, seed=3), _unit_rows(1, 8, seed=4)[0]
+    store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows[:10])])
+    assert not _searched_through_hnsw(store, seen, query)
+    other.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'ANALYZE "{pg_schema}".records')
+    assert not _searched_through_hnsw(store, seen, query)  # its size is still fresh
+    monkeypatch.setattr(pg, "SIZE_TTL_S", 0.0)
+    assert _searched_through_hnsw(store, seen, query)
+    other.close()
     store.close()

@@ -5,14 +5,16 @@ imported here only, when a store is made; without them the store raises ``Config
 naming the extra to install.
 
 - Thread-safe through a ``psycopg_pool.ConnectionPool``; each call is one transaction.
-- Vectors: cosine with pgvector's ``<=>`` (score = 1 - distance). A search first counts
-  the matching rows, no further than ``exact_limit``: up to that many it ranks them all
-  exactly (a 100-row namespace of a million-row table: a btree walk and 100 distances);
-  past it, it offers the planner the dimension's HNSW index (``_postgres_schema``) with
-  ``hnsw.ef_search`` at least k and ``hnsw.iterative_scan = relaxed_order``, so filters
-  still yield k rows. Should the index yield fewer rows than exist, the exact scan runs.
-  Measured at 100k rows in one namespace: exact 160-230 ms, HNSW 13-24 ms with
-  recall@10 0.99 against exact at ef_search 200 (0.965 at 100).
+- Vectors: cosine with pgvector's ``<=>`` (score = 1 - distance). A namespace of at most
+  ``exact_limit`` rows is ranked whole, exactly (a 100-row namespace of a million-row
+  table: a btree walk and 100 distances); past it, the planner is offered the dimension's
+  HNSW index (``_postgres_schema``) with ``hnsw.ef_search`` at least k and
+  ``hnsw.iterative_scan = relaxed_order``, so filters still yield k rows. Should the
+  index yield fewer rows than asked, the exact scan runs. The namespace's size is counted
+  (no further than the thresholds) once per ``SIZE_TTL_S`` and after the store's own
+  writes changed it. On ``bench recall``'s 100k rows (2026-11-23): recall@10 against
+  exact 0.99 at ef_search 1000 with migration 7's graph; 0.80 at 200 with pgvector's
+  default graph before it (``_postgres_schema.HNSW_PARAMS``).
 - Keywords: a generated ``tsvector`` (english), queried with the words of the user's
   text OR-ed together (``plainto_tsquery(w1) || plainto_tsquery(w2) ...``, so no input
   is tsquery syntax) and ranked by ``ts_rank_cd`` normalized by document length. Up to
@@ -25,7 +27,8 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +69,12 @@ _INSTALL = (
 _STALE_ROWS, _STALE_SHARE = 50, 0.1
 """Statistics are stale when the planner's row count is off by more than 50 rows plus a
 tenth of the table (autovacuum's own thresholds for analyzing)."""
+SIZE_TTL_S = 30.0
+"""How long a namespace's counted size steers its searches (exact or HNSW, full or capped
+keyword ranking) before it is counted again. Counting reads the rows' pages: 20 ms for the
+10,001 rows of a 100k namespace, a third of its recall. A stale size costs speed only:
+both paths return the same kind of answer (an HNSW search that finds fewer than k rows
+is redone exactly)."""
 WORD_CANDIDATES = 100
 """At most this many rows per query word are ranked in a namespace past
 ``keyword_exact_limit``. On 100k LoCoMo-like rows the top 10 held as many evidence turns
@@ -81,7 +90,8 @@ class PostgresBackend:
 
     ``exact_limit``: a vector search over more matching rows than this may use the HNSW
     index (exact up to it: about 1 µs a row, against 10-25 ms for an index search).
-    ``ef_search``: HNSW's candidate list, raised to k when k is larger.
+    ``ef_search``: HNSW's candidate list, raised to k when k is larger (pgvector's
+    maximum, 1000, by default: the dense top 10 of ``bench recall`` needs it).
     ``keyword_exact_limit``: a keyword search over a namespace of more rows than this
     ranks at most ``WORD_CANDIDATES`` rows per word.
     """
@@ -95,7 +105,7 @@ class PostgresBackend:
         max_size: int = 8,
         timeout: float = 30.0,
         exact_limit: int = 10_000,
-        ef_search: int = 200,
+        ef_search: int = 1000,
         keyword_exact_limit: int = 2_000,
     ) -> None:
         _import_psycopg()
@@ -105,8 +115,11 @@ class PostgresBackend:
         self._exact_limit = _non_negative(exact_limit, "exact_limit")
         self._ef_search = min(1000, max(1, _non_negative(ef_search, "ef_search")))
         self._keyword_exact_limit = _non_negative(keyword_exact_limit, "keyword_exact_limit")
+        self._size_limit = max(self._exact_limit, self._keyword_exact_limit) + 1
         self._vector_type: TypeInfo | None = None
         self._indexed_dims: set[int] = set()
+        self._sizes: dict[str, tuple[int, float]] = {}
+        """Namespace -> (rows counted up to ``_size_limit``, monotonic time counted)."""
         self._owns_pool = isinstance(conninfo_or_pool, str)
         if isinstance(conninfo_or_pool, str):
             self._pool: ConnectionPool[Any] = ConnectionPool(
@@ -194,7 +207,9 @@ class PostgresBackend:
                     )
             deleted = sum(self._delete(conn, ns, ids) for ns, ids in batch.deletes)
             evicted = {cap.namespace: self._evict(conn, cap, batch.now) for cap in batch.caps}
-            self._forget_empty(conn, {ns for ns, _ in batch.deletes} | set(evicted))
+            shrunk = {ns for ns, _ in batch.deletes} | set(evicted)
+            self._forget_empty(conn, shrunk)
+        self._resized({r.namespace for r in rows}, shrunk)
         return WriteResult(deleted=deleted, evicted=evicted)
 
     def _index_dim(self, conn: psycopg.Connection[Any], dim: int) -> None:
@@ -294,6 +309,7 @@ class PostgresBackend:
             conn.execute(
                 f"DELETE FROM {self._schema}.namespace_info WHERE namespace = %s", (namespace,)
             )
+        self._resized((), {namespace})
         return removed
 
     def rename_namespace(self, old: str, new: str) -> int:
@@ -306,6 +322,7 @@ class PostgresBackend:
                 f"UPDATE {self._schema}.namespace_info SET namespace = %s WHERE namespace = %s",
                 (new, old),
             )
+        self._resized((), {old, new})
         return moved
 
     def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
@@ -321,7 +338,9 @@ class PostgresBackend:
                 f"DELETE FROM {self._schema}.records WHERE expires_at <= %s RETURNING namespace",
                 (now,),
             ).fetchall()
-            self._forget_empty(conn, {str(row[0]) for row in gone})
+            shrunk = {str(row[0]) for row in gone}
+            self._forget_empty(conn, shrunk)
+        self._resized((), shrunk)
         return len(gone)
 
     # -- reads ----------------------------------------------------------------------
@@ -350,7 +369,7 @@ class PostgresBackend:
         clause, params = q.where(namespace, wanted, now)
         dim = int(query.shape[0])
         with self._connection() as conn:
-            if self._hnsw_pays(conn, clause, [*params, dim], dim, k):
+            if self._hnsw_pays(conn, namespace, dim, k):
                 hits = conn.execute(
                     q.hnsw_vector_sql(self._schema, clause, dim),
                     [query, *params, k],
@@ -363,16 +382,10 @@ class PostgresBackend:
             ).fetchall()
         return _ranked(hits)
 
-    def _hnsw_pays(
-        self, conn: psycopg.Connection[Any], clause: str, params: Sequence[Any], dim: int, k: int
-    ) -> bool:
-        """More than ``exact_limit`` rows match and ``dim`` has an HNSW index; if so the
-        transaction's HNSW settings are made for ``k`` results."""
-        limit = self._exact_limit + 1
-        count = conn.execute(
-            q.rows_sql(self._schema, f"{clause} AND r.dim = %s", limit), params
-        ).fetchone()
-        if count is None or count[0] < limit or dim > HNSW_MAX_DIM:
+    def _hnsw_pays(self, conn: psycopg.Connection[Any], namespace: str, dim: int, k: int) -> bool:
+        """The namespace has more than ``exact_limit`` rows and ``dim`` an HNSW index; if
+        so the transaction's HNSW settings are made for ``k`` results."""
+        if dim > HNSW_MAX_DIM or self._size(conn, namespace) <= self._exact_limit:
             return False
         index = conn.execute(
             "SELECT to_regclass(%s) IS NOT NULL,"
@@ -384,6 +397,26 @@ class PostgresBackend:
             ),
         ).fetchone()
         return index is not None and bool(index[0])
+
+    def _size(self, conn: psycopg.Connection[Any], namespace: str) -> int:
+        """The namespace's rows, counted no further than past both search thresholds (an
+        index walk of at most that many entries) and reused for ``SIZE_TTL_S``."""
+        counted = self._sizes.get(namespace)
+        if counted is not None and time.monotonic() - counted[1] < SIZE_TTL_S:
+            return counted[0]
+        sql = q.rows_sql(self._schema, "r.namespace = %s", self._size_limit)
+        row = conn.execute(sql, (namespace,)).fetchone()
+        size = 0 if row is None else int(row[0])
+        self._sizes[namespace] = (size, time.monotonic())
+        return size
+
+    def _resized(self, grown: Collection[str], shrunk: Collection[str] = ()) -> None:
+        """Forget the sizes our own writes changed: of namespaces that lost rows, and of
+        those that gained rows while counted below a threshold (big ones stay big)."""
+        for namespace in (*grown, *shrunk):
+            counted = self._sizes.get(namespace)
+            if counted is not None and (namespace in shrunk or counted[0] < self._size_limit):
+                self._sizes.pop(namespace, None)
 
     def nearest(
         self, namespace: str, queries: Matrix, now: float
@@ -399,9 +432,7 @@ class PostgresBackend:
     ) -> builtins.list[Ranked]:
         clause, params = q.where(namespace, wanted, now)
         with self._connection() as conn:
-            limit = self._keyword_exact_limit + 1
-            count = conn.execute(q.rows_sql(self._schema, clause, limit), params).fetchone()
-            if count is not None and count[0] < limit:
+            if self._size(conn, namespace) <= self._keyword_exact_limit:
                 sql, word_params = q.text_sql(self._schema, clause, words)
                 values = [*word_params, *params, k]
             else:
@@ -536,7 +567,7 @@ class PostgresRecordStore(RecordStore):
         max_size: int = 8,
         timeout: float = 30.0,
         exact_limit: int = 10_000,
-        ef_search: int = 200,
+        ef_search: int = 1000,
         keyword_exact_limit: int = 2_000,
     ) -> None:
         backend = PostgresBackend(
