@@ -215,3 +215,20 @@ def test_in_memory_database(clock: ManualClock) -> None:
     store.upsert([rec("a", embedding=[1, 0])])
     assert _nearest(store, [1, 0]) == ["a"]
     store.close()
+
+
+def test_a_bulk_write_hands_the_heap_back_and_a_small_one_does_not(
+    path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memstack.storage.sqlite as sqlite_backend
+
+    calls: list[None] = []
+    monkeypatch.setattr(sqlite_backend, "release_heap", lambda: calls.append(None))
+    store = SQLiteRecordStore(path, clock=clock)
+    store.setup()
+    store.upsert([rec(f"r{i}", embedding=[1, 0]) for i in range(10)])
+    assert calls == []
+    store.upsert([rec(f"bulk{i}", embedding=[1, 0]) for i in range(1_000)])
+    assert calls == [None]
+    assert store.count("ns") == 1_010
+    store.close()
