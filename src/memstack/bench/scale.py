@@ -198,7 +198,6 @@ async def _measure(
     progress: Callable[[int], None],
 ) -> RecallPoint:
     index_wait_s = _wait_ready(store, [bench.collection(t).name for t in bench.targets(size)])
-    rss = rss_mb()
     memories = {
         t: LongTermMemory(
             collection=bench.collection(t),
@@ -210,6 +209,7 @@ async def _measure(
         for t in bench.targets(size)
     }
     recall, floor, vectors = await _recall_and_floor(bench, memories, matrix, size, progress)
+    rss = rss_mb()  # after recalls: every search index (vectors, HNSW, keywords) is loaded
     after, stored = await _after_writes(bench, memories, progress)
     ann = [_ann_recall(bench, store, matrix, size, target, vector) for target, vector in vectors]
     progress(len(ann))
