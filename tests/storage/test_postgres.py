@@ -396,3 +396,17 @@ def test_another_writers_rows_count_once_the_size_is_old(
     assert _searched_through_hnsw(store, seen, query)
     other.close()
     store.close()
+
+
+def test_the_sizes_kept_are_bounded(
+    postgres_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg, "_SIZES_KEPT", 2)
+    store = _store(postgres_url, pg_schema)
+    backend = store.backend
+    assert isinstance(backend, pg.PostgresBackend)
+    for namespace in ("a", "b", "c", "d", "e"):
+        store.upsert([rec("x", namespace, embedding=[1, 0])])
+        assert [i for i, _ in store.vector_ids(namespace, [1, 0], k=1)] == ["x"]
+        assert len(backend._sizes) <= 2
+    store.close()

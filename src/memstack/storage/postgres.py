@@ -75,6 +75,8 @@ keyword ranking) before it is counted again. Counting reads the rows' pages: 20 
 10,001 rows of a 100k namespace, a third of its recall. A stale size costs speed only:
 both paths return the same kind of answer (an HNSW search that finds fewer than k rows
 is redone exactly)."""
+_SIZES_KEPT = 100_000
+"""At most this many namespaces' sizes are kept (about 10 MB)."""
 WORD_CANDIDATES = 100
 """At most this many rows per query word are ranked in a namespace past
 ``keyword_exact_limit``. On 100k LoCoMo-like rows the top 10 held as many evidence turns
@@ -407,6 +409,8 @@ class PostgresBackend:
         sql = q.rows_sql(self._schema, "r.namespace = %s", self._size_limit)
         row = conn.execute(sql, (namespace,)).fetchone()
         size = 0 if row is None else int(row[0])
+        if len(self._sizes) >= _SIZES_KEPT:
+            self._sizes.clear()  # bounded memory; the next searches count again
         self._sizes[namespace] = (size, time.monotonic())
         return size
 
