@@ -303,39 +303,3 @@ async def test_a_failing_query_embedding_fails_the_recall(store, clock):
     await memory.remember("The user plays the cello")
     with pytest.raises(ConfigError, match="refused the query"):
         await memory.recall("what does the user play?")
-
-
-async def test_concurrent_recalls_finish_on_a_one_thread_executor(memory):
-    """The query's embedding and the recall that waits for it share the loop's executor:
-    with one worker they must still both run, never the waiting one alone."""
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
-
-    await memory.remember("The user plays the cello")
-    await memory.remember("The user lives in Oslo")
-    with ThreadPoolExecutor(max_workers=1) as executor:
-        asyncio.get_running_loop().set_default_executor(executor)
-        queries = ["cello", "Oslo"] * 8
-        found = await asyncio.wait_for(
-            asyncio.gather(*(memory.recall(q, k=1, touch=False) for q in queries)), timeout=60
-        )
-    assert [r[0].text for r in found] == [
-        "The user plays the cello" if q == "cello" else "The user lives in Oslo" for q in queries
-    ]
-
-
-def test_a_query_vector_nobody_started_is_computed_by_whoever_asks():
-    import threading
-
-    from memstack.longterm._query_vector import QueryVector
-
-    embedder = HashEmbedder()
-    vector = QueryVector(embedder, "cello")
-    got = []
-    asker = threading.Thread(target=lambda: got.append(vector.result()), daemon=True)
-    asker.start()
-    asker.join(timeout=30)  # a vector only waited for would never come
-    assert not asker.is_alive()
-    assert got[0].tolist() == embedder.embed_batch(["cello"])[0].tolist()
-    vector.compute()  # already done: nothing changes
-    assert vector.result() is got[0]

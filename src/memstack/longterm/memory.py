@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final, TypedDict
 
@@ -15,7 +15,6 @@ from memstack._json import JSON, to_json
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import ConfigError, InvalidInput
-from memstack.longterm._query_vector import QueryVector
 from memstack.longterm.collection import Collection
 from memstack.longterm.extraction import build_extraction_messages, parse_candidates
 from memstack.longterm.reconcile import (
@@ -62,7 +61,7 @@ from memstack.longterm.types import (
 )
 from memstack.longterm.versions import Closing, close_current, closed, history
 from memstack.providers.base import ChatModel, Message
-from memstack.storage import Cap, Filter, Record, RecordStore, Vector
+from memstack.storage import Cap, Filter, Record, RecordStore
 from memstack.storage.hybrid import HybridHit, hybrid_candidates
 
 __all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "SIMILAR_FLOOR", "LongTermMemory"]
@@ -158,18 +157,12 @@ class LongTermMemory:
         _check_k(k)
         wanted = _filter(as_of, include_superseded, provenances)
         touch = touch and as_of is None and not include_superseded
-        vector = QueryVector(self.embedder, query)  # embedded beside the keyword search
-        asyncio.get_running_loop().run_in_executor(None, vector.compute)
-        return await asyncio.to_thread(self._recall, query, k, touch, wanted, vector.result)
+        return await asyncio.to_thread(self._recall, query, k, touch, wanted)
 
     def _recall(
-        self,
-        query: str,
-        k: int,
-        touch: bool,
-        wanted: Filter | None,
-        vector: Callable[[], Vector],
+        self, query: str, k: int, touch: bool, wanted: Filter | None
     ) -> list[RecalledMemory]:
+        vector = self.embedder.embed_batch([query])[0]
         hits = hybrid_candidates(
             self.store,
             [self.namespace],

@@ -10,7 +10,7 @@ plain rankings (README "Measured").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +37,7 @@ def hybrid_candidates(
     namespaces: Sequence[NamespaceLike],
     *,
     query: str,
-    vector: npt.NDArray[np.float32] | Callable[[], npt.NDArray[np.float32]] | None,
+    vector: npt.NDArray[np.float32] | None,
     pool: int,
     keyword_weight: float,
     filter: Filter | None = None,
@@ -47,9 +47,6 @@ def hybrid_candidates(
     """Every candidate of ``namespaces`` with its similarity, keyword score and relevance,
     most relevant first. ``vector=None`` searches by keywords only; ``model_id`` names the
     model that embedded ``vector`` (a namespace of another model is a ``ConfigError``).
-    ``vector`` may be a function that returns it (a future's ``result``): it is called
-    once the keyword candidates are in, so an embedding computed in another thread
-    overlaps the keyword search.
 
     The candidates of all namespaces are fused once: keyword scores are divided by the
     best among all of them, so a weak match in one namespace never ties a strong one in
@@ -64,8 +61,6 @@ def hybrid_candidates(
     if keyword_weight > 0 or vector is None:
         for namespace, where in scopes:
             found.keywords(store, namespace, where, query, pool)
-    if callable(vector):
-        vector = vector()
     if vector is not None:
         for namespace, where in scopes:
             found.nearest(store, namespace, where, vector, pool, model_id)
