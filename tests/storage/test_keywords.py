@@ -153,7 +153,7 @@ def test_a_packed_index_holds_a_row_in_a_third_of_the_memory() -> None:
     # every document has words of its own, as names and numbers make them: one dict
     # entry and one posting object per word took about 390 bytes a row here
     docs = {f"id{k}": f"note {k} about topic{k % 7} and name{k}x" for k in range(20_000)}
-    build(docs)  # fills the stemmer's cache, which is not the index's
+    build(dict(enumerate(docs.values())))  # fills the stemmer's cache, not the index's
     gc.collect()
     tracemalloc.start()
     try:

@@ -36,7 +36,7 @@ def test_changing_a_returned_records_metadata_changes_no_later_read(pair) -> Non
     a, _ = pair
     [first] = a.get("ns", ["x"])
     first.metadata["n"] = 2
-    first.metadata["tags"].append("b")  # type: ignore[union-attr]
+    first.metadata["tags"].append("b")
     [again] = a.get("ns", ["x"])
     assert again.metadata == {"tags": ["a"], "n": 1}
 
