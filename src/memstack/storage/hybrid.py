@@ -79,20 +79,14 @@ def hybrid_candidates(
             relevance = similarity
         else:
             relevance = (1 - keyword_weight) * similarity + keyword_weight * keyword
-        hits.append(_hit(record, similarity, keyword, relevance))
+        hits.append(
+            HybridHit(record=record, similarity=similarity, keyword=keyword, relevance=relevance)
+        )
     hits.sort(key=lambda h: h.relevance, reverse=True)
     return hits
 
 
 Key = tuple[NamespaceLike, str]
-
-
-def _hit(record: Record, similarity: float, keyword: float | None, relevance: float) -> HybridHit:
-    """``HybridHit(...)`` without the frozen dataclass's ``__init__`` (one
-    ``object.__setattr__`` per field): a recall builds one per candidate, about 90."""
-    hit = object.__new__(HybridHit)
-    hit.__dict__.update(record=record, similarity=similarity, keyword=keyword, relevance=relevance)
-    return hit
 
 
 @dataclass
@@ -157,8 +151,8 @@ def _cosines(records: list[Record], vector: npt.NDArray[np.float32] | None) -> l
     if vector is None or not embedded:
         return out
     matrix = np.stack([records[i].embedding for i in embedded])  # type: ignore[misc]
-    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * float(np.sqrt(vector @ vector))
-    cosines = np.divide(matrix @ vector, norms, out=np.zeros(len(embedded)), where=norms > 0)
-    for i, cosine in zip(embedded, cosines.tolist(), strict=True):
-        out[i] = cosine
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(vector))
+    dots = matrix @ vector
+    for i, dot, norm in zip(embedded, dots, norms, strict=True):
+        out[i] = float(dot / norm) if norm else 0.0
     return out
