@@ -86,7 +86,7 @@ CONNECTIVITY = 24
 """HNSW M: graph edges per node (2M on the base layer). Built as the stores build it (one
 thread, in the background), 16 reached recall@10 0.972 on ``bench recall``'s corpus at
 100k rows; 32 reached 0.984 with a 41 s build, 1.7 ms p50 searches and a 57 MB graph
-(16: 25 MB). Measured with 200 real query embeddings, 2026-11-22. Again on 2026-11-24
+(16: 25 MB). Measured with 200 real query embeddings, 2026-11-22. Again on 2026-11-23
 (ef_search 1024, one build thread, resident memory the graph adds): 32 reached 0.984
 with 38 MB, 24 reached 0.9835 with 31 MB, 16 reached 0.9725 with 25 MB; 24 keeps the
 target with 7 MB less."""
