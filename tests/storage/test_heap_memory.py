@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from memstack.storage._vector_rows import _malloc_trim, release_heap
+from memstack.storage._heap import _malloc_trim, release_heap
 
 pytestmark = pytest.mark.skipif(_malloc_trim() is None, reason="malloc_trim is glibc's")
 

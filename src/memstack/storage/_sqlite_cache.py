@@ -32,9 +32,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from memstack.storage._heap import release_heap
 from memstack.storage._keywords import KeywordIndex
 from memstack.storage._record_memo import RecordMemo
-from memstack.storage._vector_rows import VectorRows, load_rows, release_heap
+from memstack.storage._vector_rows import VectorRows, load_rows
 from memstack.storage.types import Record, keyword_text
 
 __all__ = ["CacheDiff", "NamespaceCache", "namespace_counts"]

@@ -17,23 +17,21 @@ caller serializes every call; only the build runs beside it, on rows nobody writ
 from __future__ import annotations
 
 import bisect
-import ctypes
-import sys
 import threading
 from array import array
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from memstack.storage._ann import ANN_MIN_ROWS, AnnIndex
+from memstack.storage._heap import release_heap
 from memstack.storage._vectors import normalized, top_k
 from memstack.storage.types import Vector
 
-__all__ = ["VectorRows", "load_rows", "release_heap"]
+__all__ = ["VectorRows", "load_rows"]
 
 K = TypeVar("K", bound=Hashable)
 _MAX_CHUNK = 16_384
@@ -282,27 +280,3 @@ def load_rows(dim: int, count: int, rows: Iterable[tuple[K, bytes, float | None]
         vectors.put(key, np.frombuffer(blob, dtype="<f4"), expires_at)
     release_heap()
     return vectors
-
-
-def release_heap() -> None:
-    """Hand the heap that freed objects left behind back to the OS, after a bulk load.
-
-    glibc's ``free`` returns memory only from the top of the heap (and grows its mmap
-    threshold as large arrays are freed, so later ones come from the heap too): the rows
-    and temporaries of a load of 100k records left 13-40 MB resident but unused, which
-    ``malloc_trim`` releases in a few milliseconds. A no-op where glibc is not the C
-    library (macOS, musl, Windows)."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@lru_cache(maxsize=1)
-def _malloc_trim() -> Callable[[int], int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return None
-    return trim

@@ -25,9 +25,10 @@ from typing import Any
 from memstack.clock import Clock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import _sqlite_query as q
+from memstack.storage._heap import release_heap
 from memstack.storage._sqlite_cache import CacheDiff, NamespaceCache, namespace_counts
 from memstack.storage._sqlite_schema import migrate
-from memstack.storage._vector_rows import Mask, release_heap
+from memstack.storage._vector_rows import Mask
 from memstack.storage.backend import (
     DAY_S,
     Cap,
