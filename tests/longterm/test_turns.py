@@ -206,6 +206,25 @@ def test_the_time_term_lifts_dated_memories_on_when_questions_only() -> None:
     assert not asks_for_time("Tell me when you can")
 
 
+def test_each_candidates_lift_is_the_sum_of_its_context_terms() -> None:
+    from memstack.longterm.scoring import ContextScores, ContextWeights
+
+    pool = [
+        candidate(0.9, "we met on Monday", session="a", speaker="Alice"),
+        candidate(0.4, "we met at the cafe", session="a", speaker="Bob"),
+        candidate(0.6, "last year", session="b", speaker="Alice"),
+        candidate(0.3, "nothing dated"),
+    ]
+    scores = ContextScores("When did Alice meet Bob's sister?", pool, ContextWeights())
+    terms = [scores.terms(i) for i in range(len(pool))]  # two speakers named: no speaker term
+    assert [v for t in terms for v in (t.session, t.speaker, t.time)] == pytest.approx(
+        [0.27, 0.0, 0.1, 0.27, 0.0, 0.0, 0.18, 0.0, 0.1, 0.0, 0.0, 0.0]
+    )
+    assert scores.lifts == pytest.approx([t.session + t.speaker + t.time for t in terms])
+    alone = ContextScores("When did Alice leave?", pool, ContextWeights())
+    assert alone.lifts == pytest.approx([0.42, 0.27, 0.33, 0.0])
+
+
 def test_with_the_context_terms_off_the_score_is_spec_001s() -> None:
     from memstack.longterm.scoring import ContextTerms, hybrid_score
 

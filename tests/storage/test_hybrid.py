@@ -58,3 +58,4 @@ def test_candidates_of_both_kinds_fused_and_each_fetched_once(filled: RecordStor
     assert by_id["coffee"][1] == 0.0  # nearest, no keyword
     every = [id for ids in fetched for id in ids]
     assert sorted(every) == sorted(set(every)) == sorted(by_id)
+    assert len(fetched) == 1  # both kinds in one read of the namespace

@@ -31,10 +31,10 @@ from memstack.longterm.scoring import (
     W_IMPORTANCE,
     W_RECENCY,
     ContextCandidate,
+    ContextScores,
     ContextTerms,
     ContextWeights,
     ScoreBreakdown,
-    context_terms,
     final_score,
     hybrid_score,
     recency,
@@ -174,11 +174,11 @@ class LongTermMemory:
             model_id=self.embedder.model_id,
         )
         now = self.clock.now()
-        terms = context_terms(query, [_context_candidate(h) for h in hits], self.context_weights)
+        context = ContextScores(query, [_context_candidate(h) for h in hits], self.context_weights)
         scores = [
             final_score(
                 relevance=hit.relevance,
-                context=term,
+                lift=lift,
                 recency=recency(
                     created_at=hit.record.created_at,
                     last_accessed_at=hit.record.last_accessed_at,
@@ -186,12 +186,12 @@ class LongTermMemory:
                 ),
                 importance=hit.record.importance,
             )
-            for hit, term in zip(hits, terms, strict=True)
+            for hit, lift in zip(hits, context.lifts, strict=True)
         ]
         best = sorted(range(len(hits)), key=scores.__getitem__, reverse=True)[:k]
         ranked = [
             RecalledMemory(
-                **_item_fields(hits[i].record), scores=self._score(hits[i], now, terms[i])
+                **_item_fields(hits[i].record), scores=self._score(hits[i], now, context.terms(i))
             )
             for i in best
         ]

@@ -51,19 +51,14 @@ def hybrid_candidates(
     The candidates of all namespaces are fused once: keyword scores are divided by the
     best among all of them, so a weak match in one namespace never ties a strong one in
     another. ``filters`` gives each namespace its own filter (in order), else ``filter``
-    applies to all. Keyword candidates are fetched first; of the nearest, only those
-    they did not bring (each candidate is read once)."""
+    applies to all. A namespace's keyword matches and nearest records are fetched
+    together, in one read (each candidate is read once; on PostgreSQL one round trip)."""
     wanted = [filter] * len(namespaces) if filters is None else list(filters)
     if len(wanted) != len(namespaces):
         raise ValueError("filters must give one filter per namespace")
     found = _Found()
-    scopes = list(zip(namespaces, wanted, strict=True))
-    if keyword_weight > 0 or vector is None:
-        for namespace, where in scopes:
-            found.keywords(store, namespace, where, query, pool)
-    if vector is not None:
-        for namespace, where in scopes:
-            found.nearest(store, namespace, where, vector, pool, model_id)
+    for namespace, where in zip(namespaces, wanted, strict=True):
+        found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
     records, cosine, keyword_raw = found.records, found.cosine, found.keyword
     keyword_raw = {key: max(0.0, score) for key, score in keyword_raw.items()}
     best = max(keyword_raw.values(), default=0.0)
@@ -97,38 +92,28 @@ class _Found:
     cosine: dict[Key, float] = field(default_factory=dict)
     keyword: dict[Key, float] = field(default_factory=dict)
 
-    def keywords(
+    def gather(
         self,
         store: RecordStore,
         namespace: NamespaceLike,
         filter: Filter | None,
         query: str,
+        vector: npt.NDArray[np.float32] | None,
         pool: int,
-    ) -> None:
-        """The ``pool`` best keyword matches of one namespace, fetched."""
-        matched = store.text_ids(namespace, query, k=pool, filter=filter)
-        found = store.fetch(namespace, [id for id, _ in matched], filter)
-        self._add(namespace, found, self.keyword, matched)
-
-    def nearest(
-        self,
-        store: RecordStore,
-        namespace: NamespaceLike,
-        filter: Filter | None,
-        vector: npt.NDArray[np.float32],
-        pool: int,
+        keyword_weight: float,
         model_id: str | None,
     ) -> None:
-        """The ``pool`` nearest records of one namespace; only those the keyword search
-        did not bring are fetched."""
-        nearest = store.vector_ids(namespace, vector, k=pool, filter=filter, model_id=model_id)
-        missing = [id for id, _ in nearest if (namespace, id) not in self.records]
-        found = store.fetch(namespace, missing, filter) if missing else {}
-        found.update(
-            (id, self.records[(namespace, id)])
-            for id, _ in nearest
-            if (namespace, id) in self.records
-        )
+        """The ``pool`` best keyword matches and the ``pool`` nearest records of one
+        namespace, fetched together in one read (a record both bring is read once)."""
+        matched: list[tuple[str, float]] = []
+        nearest: list[tuple[str, float]] = []
+        if keyword_weight > 0 or vector is None:
+            matched = store.text_ids(namespace, query, k=pool, filter=filter)
+        if vector is not None:
+            nearest = store.vector_ids(namespace, vector, k=pool, filter=filter, model_id=model_id)
+        ids = list(dict.fromkeys([id for id, _ in matched] + [id for id, _ in nearest]))
+        found = store.fetch(namespace, ids, filter) if ids else {}
+        self._add(namespace, found, self.keyword, matched)
         self._add(namespace, found, self.cosine, nearest)
 
     def _add(
