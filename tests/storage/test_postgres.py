@@ -208,6 +208,16 @@ def test_a_filtered_search_through_hnsw_still_returns_k_rows(
     store.close()
 
 
+def test_an_exact_search_keeps_the_first_ids_of_a_tie_at_the_cut(
+    postgres_url: str, pg_schema: str
+) -> None:
+    store = _store(postgres_url, pg_schema)
+    store.upsert([rec(i, embedding=[1, 0]) for i in ["e", "B", "d", "a", "c"]])
+    store.upsert([rec("far", embedding=[0, 1])])
+    assert [i for i, _ in store.vector_ids("ns", [1, 0], k=3)] == ["B", "a", "c"]  # bytewise
+    store.close()
+
+
 @pytest.mark.parametrize(
     "values",
     [
@@ -299,7 +309,18 @@ def test_ready_after_a_bulk_load_refreshes_the_planner_statistics(
     store.close()
 
 
-# -- migration 7, and the namespace size that picks the path ----------------------------
+# -- migrations 7 and 8, and the namespace size that picks the path ---------------------
+
+
+def _older_store(
+    url: str, schema: str, monkeypatch: pytest.MonkeyPatch, *, migrations: int
+) -> PostgresRecordStore:
+    """A store set up as an older memstack did: its first ``migrations`` only
+    (``monkeypatch.undo()`` brings back the current ones)."""
+    monkeypatch.setattr(pg, "MIGRATIONS", MIGRATIONS[:migrations])
+    old = PostgresRecordStore(url, schema=schema)
+    old.setup()
+    return old
 
 
 def _hnsw_options(url: str, schema: str) -> dict[str, list[str]]:
@@ -315,9 +336,7 @@ def _hnsw_options(url: str, schema: str) -> dict[str, list[str]]:
 def test_migration_7_rebuilds_the_hnsw_indexes_of_an_existing_database(
     postgres_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pg, "MIGRATIONS", MIGRATIONS[:6])  # a database of an older memstack
-    old = PostgresRecordStore(postgres_url, schema=pg_schema)
-    old.setup()
+    old = _older_store(postgres_url, pg_schema, monkeypatch, migrations=6)
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # as the older one made it
         conn.execute(
             f'CREATE INDEX records_hnsw_3 ON "{pg_schema}".records USING hnsw'
@@ -339,6 +358,37 @@ def test_migration_7_rebuilds_the_hnsw_indexes_of_an_existing_database(
         "records_hnsw_384": ["ef_construction=512", "m=16"],
     }
     assert [i for i, _ in store.vector_ids("one", [1, 0, 0], k=1)] == ["a"]
+    store.close()
+
+
+def _keyword_index(url: str, schema: str) -> tuple[list[str] | None, int]:
+    """The options of the keyword (GIN) index, and how many pending-list pages it had
+    (merged by the call)."""
+    index = f'"{schema}".records_tsv'
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT reloptions, gin_clean_pending_list(oid) FROM pg_class"
+            " WHERE oid = to_regclass(%s)",
+            (index,),
+        ).fetchone()
+    assert row is not None
+    return row[0], int(row[1])
+
+
+def test_migration_8_leaves_keyword_searches_no_pending_list_to_read(
+    postgres_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = _older_store(postgres_url, pg_schema, monkeypatch, migrations=7)
+    old.upsert([rec(f"o{i}", "kw", f"an older note {i}") for i in range(50)])
+    old.close()
+
+    monkeypatch.undo()
+    store = PostgresRecordStore(postgres_url, schema=pg_schema)
+    store.setup()  # migration 8 merges the older writes' pending list
+    assert _keyword_index(postgres_url, pg_schema) == (["fastupdate=off"], 0)
+    store.upsert([rec(f"n{i}", "kw", f"a newer note {i}") for i in range(50)])
+    assert _keyword_index(postgres_url, pg_schema) == (["fastupdate=off"], 0)
+    assert [i for i, _ in store.text_ids("kw", "older 7", k=1)] == ["o7"]
     store.close()
 
 
