@@ -187,6 +187,70 @@ def test_a_big_namespace_is_searched_through_hnsw_a_small_one_exactly(
     store.close()
 
 
+def test_ef_search_grows_with_the_graph_never_below_k_nor_past_the_ceiling() -> None:
+    assert [pg.ef_search_for(rows, 10) for rows in (0, 5_000, 10_000, 10_001, 20_000)] == [
+        200,
+        200,
+        300,
+        400,
+        400,
+    ]
+    assert pg.ef_search_for(20_001, 10) == pg.ef_search_for(50_000, 10) == 1000
+    assert pg.ef_search_for(100_000, 10) == 1000  # bench recall's 100k keeps 1000
+    efs = [pg.ef_search_for(rows, 10) for rows in range(0, 200_000, 500)]
+    assert efs == sorted(efs)  # a bigger graph never gets a shorter list
+    assert pg.ef_search_for(10_000, 450) == 450  # never below k
+    assert pg.ef_search_for(1_000_000, 5_000) == 1000  # never past pgvector's maximum
+    assert pg.ef_search_for(10_000, 10, ceiling=100) == 100  # ``ef_search`` caps every size
+    assert pg.ef_search_for(1_000_000, 10, ceiling=100) == 100
+    assert pg.ef_search_for(10_000, 150, ceiling=100) == 150
+
+
+def test_a_mid_size_namespace_is_searched_through_hnsw_with_its_sizes_ef(
+    postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
+) -> None:
+    pool, seen = plans
+    store = PostgresRecordStore(pool, schema=pg_schema, clock=ManualClock())  # defaults
+    store.setup()
+    rows = _unit_rows(MID_SIZE, 8, seed=6)
+    for lo in range(0, MID_SIZE, 2_000):
+        store.upsert([rec(f"r{i}", embedding=rows[i]) for i in range(lo, lo + 2_000)])
+    _analyze(postgres_url, pg_schema)
+    query = _unit_rows(1, 8, seed=7)[0]
+    seen.clear()
+    hits = store.vector_ids("ns", query, k=50)
+    assert len(hits) == 50
+    assert any("Index Scan using records_hnsw_8" in plan for plan in seen)
+    ef = pg.ef_search_for(MID_SIZE, 50)
+    settings = [p for p in seen if "set_config('hnsw.ef_search'" in p]
+    assert ef < 1000 and len(settings) == 1 and f"$1 = '{ef}'" in settings[0]
+    exact = {f"r{i}" for i in np.argsort(-(rows @ query))[:10]}
+    assert len(exact & {i for i, _ in hits[:10]}) >= 9
+    store.close()
+
+
+def test_a_namespace_sharing_its_graph_gets_the_graphs_ef(
+    postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
+) -> None:
+    pool, seen = plans
+    store = _store(pool, pg_schema, exact_limit=100)
+    rows = _unit_rows(5_301, 8, seed=8)
+    store.upsert([rec(f"a{i}", "a", embedding=v) for i, v in enumerate(rows[:300])])
+    store.upsert([rec(f"b{i}", "b", embedding=v) for i, v in enumerate(rows[300:])])
+    _analyze(postgres_url, pg_schema)  # the index's reltuples: 5,301
+    seen.clear()
+    assert len(store.vector_ids("a", rows[0], k=10)) == 10
+    settings = [p for p in seen if "set_config('hnsw.ef_search'" in p]
+    ef = pg.ef_search_for(5_301, 10)
+    assert ef > pg.ef_search_for(300, 10) and f"$1 = '{ef}'" in settings[0]
+    store.close()
+
+
+MID_SIZE = 10_000
+"""Past the default ``exact_limit`` (5,000), which was 10,000 before the graph's ef
+followed its size."""
+
+
 def test_a_filtered_search_through_hnsw_still_returns_k_rows(
     postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
 ) -> None:

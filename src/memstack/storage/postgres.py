@@ -8,7 +8,8 @@ naming the extra to install.
 - Vectors: cosine with pgvector's ``<=>`` (score = 1 - distance). A namespace of at most
   ``exact_limit`` rows is ranked whole, exactly (a 100-row namespace of a million-row
   table: a btree walk and 100 distances); past it, the planner is offered the dimension's
-  HNSW index (``_postgres_schema``) with ``hnsw.ef_search`` at least k and
+  HNSW index (``_postgres_schema``) with ``hnsw.ef_search`` at least k, growing with the
+  graph's rows (``EF_BY_ROWS``: 300 at 10k, 2.5-3 ms instead of a 10-20 ms exact scan) and
   ``hnsw.iterative_scan = relaxed_order``, so filters still yield k rows. Should the
   index yield fewer rows than asked, the exact scan runs. The namespace's size is counted
   (no further than the thresholds) once per ``SIZE_TTL_S`` and after the store's own
@@ -81,6 +82,28 @@ keyword ranking) before it is counted again. Counting reads the rows' pages: 20 
 10,001 rows of a 100k namespace, a third of its recall. A stale size costs speed only:
 both paths return the same kind of answer (an HNSW search that finds fewer than k rows
 is redone exactly)."""
+_COUNTED = 10_000
+"""A namespace's rows are counted at least this far (20 ms at 10k rows, once per
+``SIZE_TTL_S``); past it the HNSW index's ``reltuples`` tells the graph's size."""
+EF_BY_ROWS: tuple[tuple[int, int], ...] = ((5_000, 200), (10_000, 300), (20_000, 400))
+"""(graph rows up to, ``hnsw.ef_search``): the smallest candidate list that kept recall@10
+against the exact scan at 0.99 or more at that size; a bigger graph gets the store's
+``ef_search`` (1000). Measured 2026-11-23 on 2 shared cores (``bench recall``'s synthetic
+corpus in one namespace, inserted 1,000 rows a statement into the live index as the bench
+does; 200 of its real MiniLM queries / 200 others; ms: p50 of a vector search of 50):
+
+    rows  exact ms  recall@10 at ef (bench / other queries)                    HNSW ms
+    2k       1.5    ef 40: 1.000 / 1.000 (as fast as the exact scan)           1.6
+    5k       6.7    ef 150: 0.9995 / 1.000; 200: 1.000 / 1.000                2.2
+    10k     10.4    ef 80-200: 0.994-1.000 / 0.989; 300: 1.000 / 1.000         2.5-3.1
+    20k     20.6    ef 200: 0.984 / 0.995; 400: 0.994 / 0.999; 600: 1.000      3.6-4.7
+    50k     70-80   ef 400: 0.981 / 0.983; 600: 0.983 / 0.984; 1000: 0.998 / 0.992
+
+At ef 1000 the planner judged a 10k or 20k namespace cheaper to scan whole (11-22 ms;
+at 10k it left the index from ef 600 on, at 5k from 300). Hence ``exact_limit`` 5,000
+(was 10,000): from 5k rows the graph at ``EF_BY_ROWS`` answers 3-7x faster than the
+exact scan; at 2k the two tie. Past 20k nothing short of 1000 kept 0.99 (50k above; 100k:
+``_postgres_schema.HNSW_PARAMS``)."""
 _SIZES_KEPT = 100_000
 """At most this many namespaces' sizes are kept (about 10 MB)."""
 WORD_CANDIDATES = 100
@@ -90,6 +113,19 @@ as ranking every match (P@10 0.295 at 100, 0.286 at 250, 0.285 at 1000, 0.279 ra
 all), and ``bench recall``'s 100k recall p95 went from 85 to 73 ms from 250 to 100."""
 
 
+def ef_search_for(rows: int, k: int, ceiling: int = 1000) -> int:
+    """HNSW's candidate list for ``k`` results from a graph of ``rows`` rows: the one
+    ``EF_BY_ROWS`` measured for that size, ``ceiling`` past its sizes and at most
+    ``ceiling`` below them; never below k (pgvector returns at most ef_search rows per
+    scan), never above pgvector's 1000."""
+    ef = ceiling
+    for most, measured in EF_BY_ROWS:
+        if rows <= most:
+            ef = min(measured, ceiling)
+            break
+    return min(1000, max(k, ef))
+
+
 class PostgresBackend:
     """A backend in PostgreSQL tables under ``schema`` (default ``memstack``).
 
@@ -97,9 +133,11 @@ class PostgresBackend:
     its pool), or an open ``psycopg_pool.ConnectionPool`` that the caller closes.
 
     ``exact_limit``: a vector search over more matching rows than this may use the HNSW
-    index (exact up to it: about 1 µs a row, against 10-25 ms for an index search).
-    ``ef_search``: HNSW's candidate list, raised to k when k is larger (pgvector's
-    maximum, 1000, by default: the dense top 10 of ``bench recall`` needs it).
+    index (exact up to it: about 1 µs a row, against 2-5 ms for an index search of a
+    graph up to 20k rows and 10-25 ms at 100k; ``EF_BY_ROWS``).
+    ``ef_search``: HNSW's candidate list past ``EF_BY_ROWS``'s sizes and the most any
+    graph gets (``ef_search_for``), raised to k when k is larger (pgvector's maximum,
+    1000, by default: the dense top 10 of ``bench recall`` at 100k needs it).
     ``keyword_exact_limit``: a keyword search over a namespace of more rows than this
     ranks at most ``WORD_CANDIDATES`` rows per word.
     """
@@ -112,7 +150,7 @@ class PostgresBackend:
         min_size: int = 1,
         max_size: int = 8,
         timeout: float = 30.0,
-        exact_limit: int = 10_000,
+        exact_limit: int = 5_000,
         ef_search: int = 1000,
         keyword_exact_limit: int = 2_000,
     ) -> None:
@@ -123,7 +161,7 @@ class PostgresBackend:
         self._exact_limit = _non_negative(exact_limit, "exact_limit")
         self._ef_search = min(1000, max(1, _non_negative(ef_search, "ef_search")))
         self._keyword_exact_limit = _non_negative(keyword_exact_limit, "keyword_exact_limit")
-        self._size_limit = max(self._exact_limit, self._keyword_exact_limit) + 1
+        self._size_limit = max(self._exact_limit, self._keyword_exact_limit, _COUNTED) + 1
         self._vector_type: TypeInfo | None = None
         self._indexed_dims: set[int] = set()
         self._sizes: dict[str, tuple[int, float]] = {}
@@ -392,19 +430,24 @@ class PostgresBackend:
 
     def _hnsw_pays(self, conn: psycopg.Connection[Any], namespace: str, dim: int, k: int) -> bool:
         """The namespace has more than ``exact_limit`` rows and ``dim`` an HNSW index; if
-        so the transaction's HNSW settings are made for ``k`` results."""
-        if dim > HNSW_MAX_DIM or self._size(conn, namespace) <= self._exact_limit:
+        so the transaction's HNSW settings are made for ``k`` results from a graph of the
+        namespace's rows or the index's (``reltuples``, the planner's), whichever is more."""
+        size = self._size(conn, namespace)
+        if dim > HNSW_MAX_DIM or size <= self._exact_limit:
             return False
         index = conn.execute(
-            "SELECT to_regclass(%s) IS NOT NULL,"
-            " set_config('hnsw.ef_search', %s, true),"
+            "SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)),"
             " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-            (
-                f"{self._schema}.{hnsw_index_name(dim)}",
-                str(min(1000, max(k, self._ef_search))),
-            ),
+            (f"{self._schema}.{hnsw_index_name(dim)}",),
         ).fetchone()
-        return index is not None and bool(index[0])
+        if index is None or index[0] is None:
+            return False
+        rows = max(size, int(index[0]))
+        conn.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true)",
+            (str(ef_search_for(rows, k, self._ef_search)),),
+        )
+        return True
 
     def _size(self, conn: psycopg.Connection[Any], namespace: str) -> int:
         """The namespace's rows, counted no further than past both search thresholds (an
@@ -576,7 +619,7 @@ class PostgresRecordStore(RecordStore):
         min_size: int = 1,
         max_size: int = 8,
         timeout: float = 30.0,
-        exact_limit: int = 10_000,
+        exact_limit: int = 5_000,
         ef_search: int = 1000,
         keyword_exact_limit: int = 2_000,
     ) -> None:
