@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 import importlib
 import os
@@ -12,6 +10,7 @@ import sys
 from pathlib import Path
 
 from memstack.errors import ConfigError
+from memstack.storage._heap import release_heap
 
 __all__ = ["cpu_seconds", "release_memory", "rss_mb"]
 
@@ -83,12 +82,4 @@ def _proc_descendants(pid: int) -> list[int]:
 def release_memory() -> None:
     """Collect garbage and hand freed heap back to the OS (glibc), between measurements."""
     gc.collect()
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
-    try:
-        libc = ctypes.CDLL(name)
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
+    release_heap()
