@@ -137,10 +137,9 @@ def named_speaker(query: str, speakers: Iterable[str]) -> str | None:
 
 class ContextScores:
     """The context terms of one recall's candidates, worked out once for the whole set:
-    ``lift(i)`` is what they add to candidate ``i``'s relevance, ``terms(i)`` the same
-    broken down. Every candidate is ranked by its lift; only the memories returned need
-    the breakdown (a ``ContextTerms`` for each of ~90 candidates cost a sixth of the
-    scoring)."""
+    ``lifts[i]`` is what they add to candidate ``i``'s relevance and ``terms(i)`` the same
+    broken down. Recall ranks every candidate by its lift and builds the breakdown only
+    for the memories it returns."""
 
     def __init__(
         self, query: str, candidates: Sequence[ContextCandidate], weights: ContextWeights
@@ -155,7 +154,9 @@ class ContextScores:
             else None
         )
         timed = bool(weights.time) and asks_for_time(query)
-        stated = which_state_time([c.text for c in candidates]) if timed else None
+        stated = (
+            which_state_time([c.text for c in candidates]) if timed else [False] * len(candidates)
+        )
         self._session = [
             weights.session * best[c.session_id] if c.session_id in best else 0.0
             for c in candidates
@@ -164,20 +165,14 @@ class ContextScores:
             weights.speaker if speaker is not None and c.speaker == speaker else 0.0
             for c in candidates
         ]
-        self._time = [weights.time if t else 0.0 for t in stated] if stated else None
-        self.lifts = (
-            [a + b + c for a, b, c in zip(self._session, self._speaker, self._time, strict=True)]
-            if self._time
-            else [a + b for a, b in zip(self._session, self._speaker, strict=True)]
-        )
+        self._time = [weights.time if t else 0.0 for t in stated]
+        self.lifts = [
+            a + b + c for a, b, c in zip(self._session, self._speaker, self._time, strict=True)
+        ]
         """Each candidate's summed context terms, in order."""
 
     def terms(self, i: int) -> ContextTerms:
-        return ContextTerms(
-            session=self._session[i],
-            speaker=self._speaker[i],
-            time=self._time[i] if self._time else 0.0,
-        )
+        return ContextTerms(session=self._session[i], speaker=self._speaker[i], time=self._time[i])
 
 
 def context_terms(
