@@ -450,8 +450,9 @@ class PostgresBackend:
         return True
 
     def _size(self, conn: psycopg.Connection[Any], namespace: str) -> int:
-        """The namespace's rows, counted no further than past both search thresholds (an
-        index walk of at most that many entries) and reused for ``SIZE_TTL_S``."""
+        """The namespace's rows, counted no further than ``_size_limit`` (past the exact,
+        keyword and ``_COUNTED`` thresholds: an index walk of at most that many entries)
+        and reused for ``SIZE_TTL_S``."""
         counted = self._sizes.get(namespace)
         if counted is not None and time.monotonic() - counted[1] < SIZE_TTL_S:
             return counted[0]
