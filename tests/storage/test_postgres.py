@@ -243,6 +243,11 @@ def test_a_namespace_sharing_its_graph_gets_the_graphs_ef(
     settings = [p for p in seen if "set_config('hnsw.ef_search'" in p]
     ef = pg.ef_search_for(5_301, 10)
     assert ef > pg.ef_search_for(300, 10) and f"$1 = '{ef}'" in settings[0]
+    assert any("reltuples" in p for p in seen)
+    seen.clear()
+    assert len(store.vector_ids("a", rows[1], k=10)) == 10
+    assert not any("reltuples" in p for p in seen)  # the graph's size is reused, not re-read
+    assert any(f"$1 = '{ef}'" in p for p in seen)
     store.close()
 
 

@@ -166,6 +166,8 @@ class PostgresBackend:
         self._indexed_dims: set[int] = set()
         self._sizes: dict[str, tuple[int, float]] = {}
         """Namespace -> (rows counted up to ``_size_limit``, monotonic time counted)."""
+        self._graphs: dict[int, tuple[int, float]] = {}
+        """Dimension -> (its HNSW index's ``reltuples``, monotonic time read)."""
         self._owns_pool = isinstance(conninfo_or_pool, str)
         if isinstance(conninfo_or_pool, str):
             self._pool: ConnectionPool[Any] = ConnectionPool(
@@ -435,19 +437,31 @@ class PostgresBackend:
         size = self._size(conn, namespace)
         if dim > HNSW_MAX_DIM or size <= self._exact_limit:
             return False
-        index = conn.execute(
-            "SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)),"
-            " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-            (f"{self._schema}.{hnsw_index_name(dim)}",),
-        ).fetchone()
-        if index is None or index[0] is None:
+        graph = self._graph_rows(conn, dim)
+        if graph is None:
             return False
-        rows = max(size, int(index[0]))
         conn.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true)",
-            (str(ef_search_for(rows, k, self._ef_search)),),
+            "SELECT set_config('hnsw.ef_search', %s, true),"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+            (str(ef_search_for(max(size, graph), k, self._ef_search)),),
         )
         return True
+
+    def _graph_rows(self, conn: psycopg.Connection[Any], dim: int) -> int | None:
+        """The rows of ``dim``'s HNSW index as the planner last counted them (``reltuples``,
+        -1 before any ANALYZE), None without an index; reused for ``SIZE_TTL_S`` like a
+        namespace's size, so a search makes no extra round trip for it."""
+        known = self._graphs.get(dim)
+        if known is not None and time.monotonic() - known[1] < SIZE_TTL_S:
+            return known[0]
+        row = conn.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)",
+            (f"{self._schema}.{hnsw_index_name(dim)}",),
+        ).fetchone()
+        if row is None or row[0] is None:
+            return None  # not cached: the index may be made at any moment
+        self._graphs[dim] = (int(row[0]), time.monotonic())
+        return int(row[0])
 
     def _size(self, conn: psycopg.Connection[Any], namespace: str) -> int:
         """The namespace's rows, counted no further than ``_size_limit`` (past the exact,
