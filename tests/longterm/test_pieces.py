@@ -12,7 +12,14 @@ from memstack.longterm.extraction import (
     render_conversation,
 )
 from memstack.longterm.render import RECALLED_PREAMBLE, render_recalled
-from memstack.longterm.scoring import ScoreBreakdown, hybrid_score, recency
+from memstack.longterm.scoring import (
+    ScoreBreakdown,
+    final_score,
+    final_scores,
+    hybrid_score,
+    recencies,
+    recency,
+)
 from memstack.longterm.types import RecalledMemory
 from memstack.providers import Message
 from memstack.storage._legacy import legacy_ltm_namespace
@@ -215,3 +222,22 @@ def test_parse_candidates(reply: str, expected):
 def test_parse_caps_candidates_at_eight():
     reply = '{"memories": [' + ",".join(f'{{"text": "fact {i}"}}' for i in range(20)) + "]}"
     assert len(parse_candidates(reply)) == MAX_CANDIDATES == 8
+
+
+def test_recencies_and_final_scores_agree_with_the_one_at_a_time_forms() -> None:
+    now = 1_780_000_000.0
+    created = [now, now - 30 * 86_400, now - 90 * 86_400, now + 3_600, now - 86_400]
+    accessed: list[float | None] = [None, now - 86_400, None, None, 0.0]
+    many = recencies(created_at=created, last_accessed_at=accessed, now=now)
+    one = [
+        recency(created_at=c, last_accessed_at=a, now=now)
+        for c, a in zip(created, accessed, strict=True)
+    ]
+    assert many.tolist() == pytest.approx(one, rel=1e-12)
+    assert one[1] > one[2] and one[3] == 1.0  # touched later is fresher; future is now
+    relevance, lift, importance = [0.9, 0.5, 0.1, 0.0, 0.7], [0.1, 0, 0.05, 0, 0.2], [0.5] * 5
+    scores = final_scores(relevance=relevance, lift=lift, recency=one, importance=importance)
+    assert scores.tolist() == [
+        final_score(relevance=r, lift=u, recency=c, importance=i)
+        for r, u, c, i in zip(relevance, lift, one, importance, strict=True)
+    ]

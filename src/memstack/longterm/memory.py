@@ -35,8 +35,9 @@ from memstack.longterm.scoring import (
     ContextTerms,
     ContextWeights,
     ScoreBreakdown,
-    final_score,
+    final_scores,
     hybrid_score,
+    recencies,
     recency,
 )
 from memstack.longterm.secrets import find_secret
@@ -62,7 +63,7 @@ from memstack.longterm.types import (
 from memstack.longterm.versions import Closing, close_current, closed, history
 from memstack.providers.base import ChatModel, Message
 from memstack.storage import Cap, Filter, Record, RecordStore
-from memstack.storage.hybrid import HybridHit, hybrid_candidates
+from memstack.storage.hybrid import KeywordMatches, fused_candidates
 
 __all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "SIMILAR_FLOOR", "LongTermMemory"]
 
@@ -157,13 +158,18 @@ class LongTermMemory:
         _check_k(k)
         wanted = _filter(as_of, include_superseded, provenances)
         touch = touch and as_of is None and not include_superseded
-        return await asyncio.to_thread(self._recall, query, k, touch, wanted)
+        return await asyncio.to_thread(self._recall, query, k, touch, wanted, None)
 
     def _recall(
-        self, query: str, k: int, touch: bool, wanted: Filter | None
+        self,
+        query: str,
+        k: int,
+        touch: bool,
+        wanted: Filter | None,
+        keywords: KeywordMatches | None,
     ) -> list[RecalledMemory]:
         vector = self.embedder.embed_batch([query])[0]
-        hits = hybrid_candidates(
+        found = fused_candidates(
             self.store,
             [self.namespace],
             query=query,
@@ -172,26 +178,37 @@ class LongTermMemory:
             keyword_weight=self.keyword_weight,
             filter=wanted,
             model_id=self.embedder.model_id,
+            keywords=keywords,
         )
-        now = self.clock.now()
-        context = ContextScores(query, [_context_candidate(h) for h in hits], self.context_weights)
-        scores = [
-            final_score(
-                relevance=hit.relevance,
-                lift=lift,
-                recency=recency(
-                    created_at=hit.record.created_at,
-                    last_accessed_at=hit.record.last_accessed_at,
-                    now=now,
-                ),
-                importance=hit.record.importance,
-            )
-            for hit, lift in zip(hits, context.lifts, strict=True)
-        ]
-        best = sorted(range(len(hits)), key=scores.__getitem__, reverse=True)[:k]
+        records, now = found.records, self.clock.now()
+        context = ContextScores(
+            query,
+            [_context_candidate(r, rel) for r, rel in zip(records, found.relevance, strict=True)],
+            self.context_weights,
+        )
+        relevance = np.asarray(found.relevance, dtype=np.float64)
+        scores = final_scores(
+            relevance=relevance,
+            lift=context.lifts,
+            recency=recencies(
+                created_at=[r.created_at for r in records],
+                last_accessed_at=[r.last_accessed_at for r in records],
+                now=now,
+            ),
+            importance=[r.importance for r in records],
+        )
+        # Best score first; ties go to the more relevant, then the one gathered first.
+        best = np.lexsort((-relevance, -scores))[:k].tolist()
         ranked = [
             RecalledMemory(
-                **_item_fields(hits[i].record), scores=self._score(hits[i], now, context.terms(i))
+                **_item_fields(records[i]),
+                scores=self._score(
+                    records[i],
+                    found.similarity[i],
+                    None if found.keyword is None else found.keyword[i],
+                    now,
+                    context.terms(i),
+                ),
             )
             for i in best
         ]
@@ -199,12 +216,18 @@ class LongTermMemory:
             self.store.touch(self.namespace, [item.id for item in ranked], now)
         return ranked
 
-    def _score(self, hit: HybridHit, now: float, context: ContextTerms) -> ScoreBreakdown:
-        record = hit.record
+    def _score(
+        self,
+        record: Record,
+        similarity: float,
+        keyword: float | None,
+        now: float,
+        context: ContextTerms,
+    ) -> ScoreBreakdown:
         return hybrid_score(
             context=context,
-            similarity=hit.similarity,
-            keyword=hit.keyword,
+            similarity=similarity,
+            keyword=keyword,
             keyword_weight=self.keyword_weight,
             recency=recency(
                 created_at=record.created_at, last_accessed_at=record.last_accessed_at, now=now
@@ -660,12 +683,12 @@ def _seq(record: Record) -> int:
     return seq if isinstance(seq, int) and not isinstance(seq, bool) else -1
 
 
-def _context_candidate(hit: HybridHit) -> ContextCandidate:
-    metadata = hit.record.metadata
+def _context_candidate(record: Record, relevance: float) -> ContextCandidate:
+    metadata = record.metadata
     session, speaker = metadata.get("session_id"), metadata.get("speaker")
     return ContextCandidate(
-        relevance=hit.relevance,
-        text=hit.record.text,
+        relevance=relevance,
+        text=record.text,
         session_id=session if isinstance(session, str) else None,
         speaker=speaker if isinstance(speaker, str) else None,
     )

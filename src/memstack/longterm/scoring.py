@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, Final, NamedTuple
 
+import numpy as np
+import numpy.typing as npt
 import re2
 
 from memstack.storage._text import tokenize
@@ -25,8 +27,10 @@ __all__ = [
     "asks_for_time",
     "context_terms",
     "final_score",
+    "final_scores",
     "hybrid_score",
     "named_speaker",
+    "recencies",
     "recency",
     "states_time",
 ]
@@ -215,6 +219,32 @@ def recency(*, created_at: float, last_accessed_at: float | None, now: float) ->
     anchor = max(created_at, last_accessed_at or created_at)
     age_days = max(0.0, now - anchor) / _DAY
     return float(0.5 ** (age_days / HALF_LIFE_DAYS))
+
+
+def recencies(
+    *, created_at: Sequence[float], last_accessed_at: Sequence[float | None], now: float
+) -> npt.NDArray[np.float64]:
+    """``recency`` of many memories in one pass (may differ from it in the last bit)."""
+    created = np.asarray(created_at, dtype=np.float64)
+    accessed = np.asarray(
+        [a or c for a, c in zip(last_accessed_at, created_at, strict=True)], dtype=np.float64
+    )
+    age_days = np.maximum(0.0, now - np.maximum(created, accessed)) / _DAY
+    return np.power(0.5, age_days / HALF_LIFE_DAYS)
+
+
+def final_scores(
+    *,
+    relevance: npt.ArrayLike,
+    lift: npt.ArrayLike,
+    recency: npt.ArrayLike,
+    importance: npt.ArrayLike,
+) -> npt.NDArray[np.float64]:
+    """``final_score`` of many candidates at once, the same arithmetic element by element."""
+    rel, up, rec, imp = (
+        np.asarray(a, dtype=np.float64) for a in (relevance, lift, recency, importance)
+    )
+    return W_SIMILARITY * (rel + up) + W_RECENCY * rec + W_IMPORTANCE * imp
 
 
 def final_score(*, relevance: float, lift: float, recency: float, importance: float) -> float:
