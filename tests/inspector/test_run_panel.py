@@ -97,17 +97,20 @@ def test_agent_run_inspect_serves_the_runs_memory_until_ctrl_c(tmp_path: Path):
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as run:
-        assert run.stderr is not None
-        lines = iter(run.stderr.readline, "")
-        url = next(line for line in lines if line.startswith("inspect: ")).split()[1]
-        assert "until Ctrl-C" in next(line for line in lines if "the run is over" in line)
-        seen = events(url)
-        assert seen[-1] == ("end", {})
-        values = {str(entry["key"]): entry["value"] for kind, entry in seen if kind == "entry"}
-        assert values["task:cli-agent"] == "echo: Say hi to Ana"
-        run.send_signal(signal.SIGINT)
-        assert run.wait(timeout=30) == 0
-        assert run.stdout is not None and "echo: Say hi to Ana" in run.stdout.read()
+        try:
+            assert run.stderr is not None
+            lines = iter(run.stderr.readline, "")
+            url = next(line for line in lines if line.startswith("inspect: ")).split()[1]
+            assert "until Ctrl-C" in next(line for line in lines if "the run is over" in line)
+            seen = events(url)
+            assert seen[-1] == ("end", {})
+            values = {str(entry["key"]): entry["value"] for kind, entry in seen if kind == "entry"}
+            assert values["task:cli-agent"] == "echo: Say hi to Ana"
+            run.send_signal(signal.SIGINT)
+            assert run.wait(timeout=30) == 0
+            assert run.stdout is not None and "echo: Say hi to Ana" in run.stdout.read()
+        finally:
+            run.kill()  # a failed assertion must not leave Popen's exit waiting forever
 
 
 def test_a_port_in_use_is_a_clear_error(tmp_path: Path):
