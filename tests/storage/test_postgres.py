@@ -195,8 +195,8 @@ def test_ef_search_grows_with_the_graph_never_below_k_nor_past_the_ceiling() -> 
         400,
         400,
     ]
-    assert pg.ef_search_for(20_001, 10) == pg.ef_search_for(50_000, 10) == 1000
-    assert pg.ef_search_for(100_000, 10) == 1000  # bench recall's 100k keeps 1000
+    assert pg.ef_search_for(20_001, 10) == pg.ef_search_for(50_000, 10) == pg.EF_CEILING
+    assert pg.ef_search_for(100_000, 10) == 600  # with two scans (``AWAY_ROWS``)
     efs = [pg.ef_search_for(rows, 10) for rows in range(0, 200_000, 500)]
     assert efs == sorted(efs)  # a bigger graph never gets a shorter list
     assert pg.ef_search_for(10_000, 450) == 450  # never below k
@@ -204,6 +204,25 @@ def test_ef_search_grows_with_the_graph_never_below_k_nor_past_the_ceiling() -> 
     assert pg.ef_search_for(10_000, 10, ceiling=100) == 100  # ``ef_search`` caps every size
     assert pg.ef_search_for(1_000_000, 10, ceiling=100) == 100
     assert pg.ef_search_for(10_000, 150, ceiling=100) == 150
+
+
+def test_an_hnsw_search_scans_the_index_twice_the_second_time_away_from_the_first(
+    postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
+) -> None:
+    pool, seen = plans
+    store = _store(pool, pg_schema, exact_limit=100, ef_search=1)  # ef_search becomes k
+    rows = _unit_rows(2000, 16, seed=9)
+    store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
+    _analyze(postgres_url, pg_schema)
+    query = _unit_rows(1, 16, seed=10)[0]
+    seen.clear()
+    hits = store.vector_ids("ns", query, k=10)
+    plan = next(p for p in seen if "Index Scan using records_hnsw_16" in p)
+    assert plan.count("Index Scan using records_hnsw_16") == 2
+    assert "<=> (InitPlan" in plan  # the second scan: ordered by the away vector
+    assert not any("<=> v.q" in p for p in seen)  # no fallback to the exact scan
+    assert [i for i, _ in hits] == [f"r{i}" for i in np.argsort(-(rows @ query))[:10]]
+    store.close()
 
 
 def test_a_mid_size_namespace_is_searched_through_hnsw_with_its_sizes_ef(
