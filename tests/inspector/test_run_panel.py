@@ -95,7 +95,13 @@ def test_agent_run_inspect_serves_the_runs_memory_until_ctrl_c(tmp_path: Path):
     command += ["--model", "scripted:echo", "--inspect", "--inspect-port", "0"]
     command += ["--workspace", str(tmp_path)]
     with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A suite started in the background (``pytest &`` in a script) ignores SIGINT, and
+        # an ignored signal stays ignored in the child: give the run Ctrl-C back.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     ) as run:
         try:
             assert run.stderr is not None
