@@ -9,7 +9,7 @@ import numpy.typing as npt
 import pytest
 
 from memstack.storage import RecordStore
-from memstack.storage.hybrid import hybrid_candidates, keyword_matches
+from memstack.storage.hybrid import hybrid_candidates
 from tests.storage.records import rec
 
 TEXTS = {
@@ -65,46 +65,3 @@ def test_candidates_of_both_kinds_fused_and_each_fetched_once(filled: RecordStor
     every = [id for ids in fetched for id in ids]
     assert sorted(every) == sorted(set(every)) == sorted(by_id)
     assert len(fetched) == 1  # both kinds in one read of the namespace
-
-
-def test_keyword_half_done_ahead_gives_the_same_hits_and_fetches_only_the_rest(
-    filled: RecordStore,
-) -> None:
-    together = hybrid_candidates(
-        filled, ["ns"], query="Alice", vector=QUERY, pool=3, keyword_weight=0.3
-    )
-    keywords = keyword_matches(filled, ["ns"], query="Alice", pool=3)
-    assert sorted(keywords.records[0]) == ["rust", "tea"]  # the keyword matches, read
-    fetched = _recording_fetches(filled)
-    ahead = hybrid_candidates(
-        filled,
-        ["ns"],
-        query="Alice",
-        vector=QUERY,
-        pool=3,
-        keyword_weight=0.3,
-        keywords=keywords,
-    )
-    assert [(h.record.id, h.relevance, h.keyword) for h in ahead] == [
-        (h.record.id, h.relevance, h.keyword) for h in together
-    ]
-    assert fetched == [["coffee"]]  # only the nearest record the keywords did not bring
-
-
-@pytest.mark.parametrize(
-    "changed", [{"query": "Bob"}, {"pool": 2}, {"namespaces": ["ns", "other"]}]
-)
-def test_keyword_half_made_for_other_arguments_is_refused(
-    filled: RecordStore, changed: dict[str, Any]
-) -> None:
-    keywords = keyword_matches(filled, ["ns"], query="Alice", pool=3)
-    arguments: dict[str, Any] = {"namespaces": ["ns"], "query": "Alice", "pool": 3} | changed
-    with pytest.raises(ValueError, match="keyword_matches"):
-        hybrid_candidates(
-            filled,
-            arguments.pop("namespaces"),
-            vector=QUERY,
-            keyword_weight=0.3,
-            keywords=keywords,
-            **arguments,
-        )

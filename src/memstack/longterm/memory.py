@@ -63,7 +63,7 @@ from memstack.longterm.types import (
 from memstack.longterm.versions import Closing, close_current, closed, history
 from memstack.providers.base import ChatModel, Message
 from memstack.storage import Cap, Filter, Record, RecordStore
-from memstack.storage.hybrid import KeywordMatches, fused_candidates
+from memstack.storage.hybrid import fused_candidates
 
 __all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "SIMILAR_FLOOR", "LongTermMemory"]
 
@@ -158,7 +158,7 @@ class LongTermMemory:
         _check_k(k)
         wanted = _filter(as_of, include_superseded, provenances)
         touch = touch and as_of is None and not include_superseded
-        return await asyncio.to_thread(self._recall, query, k, touch, wanted, None)
+        return await asyncio.to_thread(self._recall, query, k, touch, wanted)
 
     def _recall(
         self,
@@ -166,7 +166,6 @@ class LongTermMemory:
         k: int,
         touch: bool,
         wanted: Filter | None,
-        keywords: KeywordMatches | None,
     ) -> list[RecalledMemory]:
         vector = self.embedder.embed_batch([query])[0]
         found = fused_candidates(
@@ -178,7 +177,6 @@ class LongTermMemory:
             keyword_weight=self.keyword_weight,
             filter=wanted,
             model_id=self.embedder.model_id,
-            keywords=keywords,
         )
         records, now = found.records, self.clock.now()
         context = ContextScores(

@@ -16,18 +16,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from memstack.storage.backend import Ranked
 from memstack.storage.base import NamespaceLike, RecordStore
 from memstack.storage.types import Filter, Record
 
-__all__ = [
-    "Candidates",
-    "HybridHit",
-    "KeywordMatches",
-    "fused_candidates",
-    "hybrid_candidates",
-    "keyword_matches",
-]
+__all__ = ["Candidates", "HybridHit", "fused_candidates", "hybrid_candidates"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,41 +30,6 @@ class HybridHit:
     keyword: float | None
     """Keyword relevance in 0..1, or None when no candidate matched any query word."""
     relevance: float
-
-
-@dataclass(frozen=True)
-class KeywordMatches:
-    """The keyword half of a hybrid search, which needs no query vector: each
-    namespace's best keyword matches and their records, in the order of the namespaces.
-    Made by ``keyword_matches``, so it can run while the query is being embedded."""
-
-    query: str
-    pool: int
-    matched: tuple[list[Ranked], ...]
-    records: tuple[dict[str, Record], ...]
-
-
-def keyword_matches(
-    store: RecordStore,
-    namespaces: Sequence[NamespaceLike],
-    *,
-    query: str,
-    pool: int,
-    filter: Filter | None = None,
-    filters: Sequence[Filter | None] | None = None,
-) -> KeywordMatches:
-    """The ``pool`` best keyword matches of each namespace with their records, for
-    ``hybrid_candidates(..., keywords=)`` with the same arguments."""
-    wanted = _filters(namespaces, filter, filters)
-    matched = [
-        store.text_ids(namespace, query, k=pool, filter=where)
-        for namespace, where in zip(namespaces, wanted, strict=True)
-    ]
-    records = [
-        store.fetch(namespace, [id for id, _ in ranked], where) if ranked else {}
-        for namespace, where, ranked in zip(namespaces, wanted, matched, strict=True)
-    ]
-    return KeywordMatches(query=query, pool=pool, matched=tuple(matched), records=tuple(records))
 
 
 def hybrid_candidates(
@@ -86,7 +43,6 @@ def hybrid_candidates(
     filter: Filter | None = None,
     model_id: str | None = None,
     filters: Sequence[Filter | None] | None = None,
-    keywords: KeywordMatches | None = None,
 ) -> list[HybridHit]:
     """Every candidate of ``namespaces`` with its similarity, keyword score and relevance,
     most relevant first. ``vector=None`` searches by keywords only; ``model_id`` names the
@@ -96,11 +52,7 @@ def hybrid_candidates(
     best among all of them, so a weak match in one namespace never ties a strong one in
     another. ``filters`` gives each namespace its own filter (in order), else ``filter``
     applies to all. A namespace's keyword matches and nearest records are fetched
-    together, in one read (each candidate is read once; on PostgreSQL one round trip).
-
-    ``keywords``, from ``keyword_matches`` with the same query, pool, namespaces and
-    filters, is the keyword half done already: only the nearest records it lacks are
-    fetched."""
+    together, in one read (each candidate is read once; on PostgreSQL one round trip)."""
     return fused_candidates(
         store,
         namespaces,
@@ -111,7 +63,6 @@ def hybrid_candidates(
         filter=filter,
         model_id=model_id,
         filters=filters,
-        keywords=keywords,
     ).hits()
 
 
@@ -152,23 +103,12 @@ def fused_candidates(
     filter: Filter | None = None,
     model_id: str | None = None,
     filters: Sequence[Filter | None] | None = None,
-    keywords: KeywordMatches | None = None,
 ) -> Candidates:
     """``hybrid_candidates`` as ``Candidates`` (columns, unranked); same arguments."""
     wanted = _filters(namespaces, filter, filters)
-    if keywords is not None and (
-        keywords.query != query or keywords.pool != pool or len(keywords.matched) != len(wanted)
-    ):
-        raise ValueError("keywords must come from keyword_matches with the same arguments")
     found = _Found()
-    for i, (namespace, where) in enumerate(zip(namespaces, wanted, strict=True)):
-        if keywords is None:
-            found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
-        else:
-            found.complete(
-                store, namespace, where, vector, pool, model_id,
-                keywords.matched[i], keywords.records[i],
-            )  # fmt: skip
+    for namespace, where in zip(namespaces, wanted, strict=True):
+        found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
     records, cosine = found.records, found.cosine
     keyword_raw = {key: max(0.0, score) for key, score in found.keyword.items()}
     best = max(keyword_raw.values(), default=0.0)
@@ -239,31 +179,6 @@ class _Found:
             nearest = store.vector_ids(namespace, vector, k=pool, filter=filter, model_id=model_id)
         ids = list(dict.fromkeys([id for id, _ in matched] + [id for id, _ in nearest]))
         found = store.fetch(namespace, ids, filter) if ids else {}
-        self._add(namespace, found, self.keyword, matched)
-        self._add(namespace, found, self.cosine, nearest)
-
-    def complete(
-        self,
-        store: RecordStore,
-        namespace: NamespaceLike,
-        filter: Filter | None,
-        vector: npt.NDArray[np.float32] | None,
-        pool: int,
-        model_id: str | None,
-        matched: list[Ranked],
-        matched_records: dict[str, Record],
-    ) -> None:
-        """``gather`` with the keyword half done: fetches only the nearest records that
-        the keyword matches did not bring."""
-        nearest: list[Ranked] = []
-        if vector is not None:
-            nearest = store.vector_ids(namespace, vector, k=pool, filter=filter, model_id=model_id)
-        missing = [id for id, _ in nearest if id not in matched_records]
-        found = (
-            {**matched_records, **store.fetch(namespace, missing, filter)}
-            if missing
-            else matched_records
-        )
         self._add(namespace, found, self.keyword, matched)
         self._add(namespace, found, self.cosine, nearest)
 
