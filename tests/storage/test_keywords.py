@@ -9,7 +9,7 @@ import tracemalloc
 
 import pytest
 
-from memstack.storage._keywords import KeywordIndex, stemmed_terms
+from memstack.storage._keywords import KeywordIndex, load_words, stemmed_terms
 from memstack.storage._text import BM25_B, BM25_K1
 
 DOCS = {
@@ -167,3 +167,9 @@ def test_a_packed_index_holds_a_row_in_a_third_of_the_memory() -> None:
         tracemalloc.stop()
     assert per_row < 200
     assert [key for key, _ in index.search(["name7x"], 5, None)] == ["id7"]
+
+
+def test_load_words_indexes_and_packs_the_rows() -> None:
+    index = load_words((k, text, None) for k, text in DOCS.items())
+    assert index._buffered_rows() == 0 and len(index) == len(DOCS)
+    assert dict(index.search(["cat"], 5, None)) == pytest.approx(reference_bm25(DOCS, ["cat"]))

@@ -232,3 +232,30 @@ def test_a_bulk_write_hands_the_heap_back_and_a_small_one_does_not(
     assert calls == [None]
     assert store.count("ns") == 1_010
     store.close()
+
+
+@pytest.mark.parametrize("first", ["vectors", "keywords"])
+def test_both_indexes_of_a_namespace_share_its_id_strings(
+    path: Path, clock: ManualClock, first: str
+) -> None:
+    writer, reader = SQLiteRecordStore(path, clock=clock), SQLiteRecordStore(path, clock=clock)
+    writer.setup()
+    writer.upsert([rec(f"r{i}", text=f"word{i}", embedding=[1, i]) for i in range(3_000)])
+    writer.upsert([rec("plain", text="no vector")])
+    searches = {
+        "vectors": lambda: reader.vector_search("ns", [1, 7], k=1),
+        "keywords": lambda: reader.text_search("ns", "word7", k=1),
+    }
+    for name in (first, *(n for n in searches if n != first)):  # each loads its index
+        [hit] = searches[name]()
+        assert hit.record.id == "r7"
+    entry = reader.backend._cache._entries["ns"]  # type: ignore[attr-defined]
+    rows, words = entry.rows, entry.words
+    vector_ids = {id(key): key for key in rows.keys}
+    assert all(id(key) in vector_ids for key in words._ids.keys if key != "plain")
+    reader.upsert([rec("r7", text="renamed", embedding=[0, 1])])
+    reader.delete("ns", ["r8"])
+    assert [h.record.id for h in reader.text_search("ns", "word7 renamed", k=2)] == ["r7"]
+    assert [h.record.id for h in reader.vector_search("ns", [0, 1], k=1)] == ["r7"]
+    writer.close()
+    reader.close()

@@ -26,10 +26,11 @@ import numpy as np
 import numpy.typing as npt
 
 from memstack.errors import ConfigError
+from memstack.storage._keymap import KeyMap
 from memstack.storage._text import BM25_B, BM25_K1, tokenize
 from memstack.storage._vectors import top_k
 
-__all__ = ["KeywordIndex", "stem_words", "stemmed_terms"]
+__all__ = ["KeywordIndex", "load_words", "stem_words", "stemmed_terms"]
 
 K = TypeVar("K", bound=Hashable)
 Hashes = npt.NDArray[np.int64]
@@ -91,8 +92,7 @@ class KeywordIndex(Generic[K]):
     """
 
     def __init__(self) -> None:
-        self._rows: dict[K, int] = {}
-        self._keys: list[K | None] = []  # None: a dead row
+        self._ids: KeyMap[K] = KeyMap()  # each row's key (None: a dead row) and back
         self._alive = bytearray()
         self._lengths = array("f")
         self._expires = array("d")
@@ -103,19 +103,28 @@ class KeywordIndex(Generic[K]):
         self._postings: list[array[int] | int] = []  # row << 8 | min(tf, 255), per row
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._ids)
+
+    def held(self, keys: Sequence[K]) -> list[K]:
+        """Each key object held equal to one of ``keys``, else that key (``KeyMap.held``)."""
+        return self._ids.held(keys)
 
     def put(self, key: K, text: str, expires_at: float | None) -> None:
         """Index ``text`` under ``key``, replacing what ``key`` held."""
         self.remove(key)
+        self._add(key, text, expires_at)
+
+    def _add(self, key: K, text: str, expires_at: float | None) -> None:
+        """``put`` of a key not held."""
         self._append(key, Counter(stemmed_terms(text)), expires_at)
-        if len(self._keys) - self._packed_rows >= max(_PACK_MIN, self._packed_rows):
+        if self._buffered_rows() >= max(_PACK_MIN, self._packed_rows):
             self.pack()
 
+    def _buffered_rows(self) -> int:
+        return len(self._ids.keys) - self._packed_rows
+
     def _append(self, key: K, counts: Counter[str], expires_at: float | None) -> None:
-        row = len(self._keys)
-        self._rows[key] = row
-        self._keys.append(key)
+        row = self._ids.append(key)
         self._alive.append(1)
         length = sum(counts.values())
         self._lengths.append(length)
@@ -136,29 +145,29 @@ class KeywordIndex(Generic[K]):
                     held.append(posting)
 
     def remove(self, key: K) -> bool:
-        row = self._rows.pop(key, None)
+        row = self._ids.pop(key)
         if row is None:
             return False
-        self._keys[row] = None
         self._alive[row] = 0
         self._total_length -= int(self._lengths[row])
-        if len(self._keys) - len(self._rows) > max(1_000, len(self._rows) // 4):
+        if len(self._ids.keys) - len(self._ids) > max(1_000, len(self._ids) // 4):
             self.pack()
         return True
 
     def pack(self) -> None:
         """Merge the rows written since the last pack into the segment and drop the dead
-        rows (renumbering the rest, in order); a loader calls it after a bulk load."""
+        rows (renumbering the rest, in order); ``load_words`` calls it after a bulk load."""
         alive = np.frombuffer(self._alive, dtype=np.bool_)
-        keep = None if len(self._rows) == len(self._keys) else alive
+        keep = None if len(self._ids) == len(self._ids.keys) else alive
         self._segment = self._segment.merged(self._buffered(), keep)
-        if keep is not None:
-            self._keys = [key for key in self._keys if key is not None]
-            self._rows = {key: row for row, key in enumerate(self._keys)}  # type: ignore[misc]
+        if keep is None:
+            self._ids.pack()
+        else:
+            self._ids = KeyMap(self._ids.live_keys())
             self._lengths = array("f", np.frombuffer(self._lengths, np.float32)[keep].tobytes())
             self._expires = array("d", np.frombuffer(self._expires, np.float64)[keep].tobytes())
-            self._alive = bytearray(b"\x01" * len(self._keys))
-        self._packed_rows = len(self._keys)
+            self._alive = bytearray(b"\x01" * len(self._ids))
+        self._packed_rows = len(self._ids.keys)
         self._vocab, self._postings = {}, []
 
     def _buffered(self) -> _Segment:
@@ -192,14 +201,15 @@ class KeywordIndex(Generic[K]):
         """The ``k`` best ``(key, BM25)`` for any of ``words`` (plain lower-cased query
         words), best first; rows expired at ``now`` (None: keep them) and keys outside
         ``allowed`` (None: all) never come back."""
-        n = len(self._rows)
+        n = len(self._ids)
         if n == 0:
             return []
         lengths = np.frombuffer(self._lengths, dtype=np.float32)
         alive = np.frombuffer(self._alive, dtype=np.bool_)
         average = self._total_length / n or 1.0
-        scores = np.zeros(len(self._keys), dtype=np.float32)
-        clean = n == len(self._keys)
+        keys = self._ids.keys
+        scores = np.zeros(len(keys), dtype=np.float32)
+        clean = n == len(keys)
         for term in set(stem_words(words)):
             parts = self._postings_of(term)
             if clean:
@@ -219,12 +229,12 @@ class KeywordIndex(Generic[K]):
         if now is not None:
             live &= np.frombuffer(self._expires, dtype=np.float64) > now
         if allowed is not None:
-            keep = np.zeros(len(self._keys), dtype=bool)
-            keep[[self._rows[a] for a in allowed if a in self._rows]] = True
+            keep = np.zeros(len(keys), dtype=bool)
+            keep[self._ids.slots(allowed)] = True
             live &= keep
         candidates = np.flatnonzero(live)
         best = candidates[top_k(scores[candidates].astype(np.float64), k)]
-        return [(self._keys[i], float(scores[i])) for i in best]
+        return [(keys[i], float(scores[i])) for i in best]
 
     def _postings_of(self, term: str) -> list[Postings]:
         """The ``(rows, tfs)`` holding ``term``: in the segment and in the write buffer."""
@@ -238,6 +248,16 @@ class KeywordIndex(Generic[K]):
             packed = _packed(self._postings[term_id])
             parts.append((packed >> 8, packed & 255))
         return parts
+
+
+def load_words(rows: Iterable[tuple[K, str, float | None]]) -> KeywordIndex[K]:
+    """A ``KeywordIndex`` of ``(key, text, expires_at)`` rows with distinct keys (a
+    table's rows), packed."""
+    words: KeywordIndex[K] = KeywordIndex()
+    for key, text, expires_at in rows:
+        words._add(key, text, expires_at)
+    words.pack()  # the postings in a few numpy arrays: about a third of their size as written
+    return words
 
 
 class _Segment:

@@ -5,7 +5,8 @@ Rows live in float32 chunks that are never moved or reallocated: a write appends
 (a replaced or removed key leaves a dead slot behind), so an ``AnnIndex`` can read the
 rows in place and the vectors are in memory once. Dead slots are compacted away once
 they are a quarter of the rows (the index is then rebuilt). Beside each slot: its key
-(the backend's record id, None when dead) and its expiry (``inf`` for never).
+(the backend's record id, None when dead; the way back from keys to slots is a compact
+``KeyMap``) and its expiry (``inf`` for never).
 
 From ``ann_min_rows`` live rows on, the index is built in a background thread (a cold
 build takes tens of seconds at 100k rows); searches scan exactly until it is ready, then
@@ -28,6 +29,7 @@ import numpy.typing as npt
 
 from memstack.storage._ann import ANN_MIN_ROWS, AnnIndex
 from memstack.storage._heap import release_heap
+from memstack.storage._keymap import KeyMap
 from memstack.storage._vectors import normalized, top_k
 from memstack.storage.types import Vector
 
@@ -60,8 +62,7 @@ class VectorRows(Generic[K]):
         self._chunks: list[npt.NDArray[np.float32]] = []
         self._starts: list[int] = []  # first slot of each chunk
         self._first = capacity
-        self.keys: list[K | None] = []  # per slot; None: a dead slot
-        self._slots: dict[K, int] = {}
+        self._ids: KeyMap[K] = KeyMap()
         self._alive = bytearray()
         self._expires = array("d")
         self._ann_min_rows = ann_min_rows
@@ -73,10 +74,19 @@ class VectorRows(Generic[K]):
         self._built: _Built | None = None  # handed over by the build thread
 
     def __len__(self) -> int:
-        return len(self._slots)
+        return len(self._ids)
 
     def __contains__(self, key: K) -> bool:
-        return key in self._slots
+        return key in self._ids
+
+    @property
+    def keys(self) -> list[K | None]:
+        """Each slot's key; None: a dead slot."""
+        return self._ids.keys
+
+    def held(self, keys: Sequence[K]) -> list[K]:
+        """Each key object held equal to one of ``keys``, else that key (``KeyMap.held``)."""
+        return self._ids.held(keys)
 
     def close(self) -> None:
         """Stop a build in progress and drop the index (the rows stay searchable)."""
@@ -86,7 +96,7 @@ class VectorRows(Generic[K]):
     def ready(self) -> bool:
         """Whether searches run at full speed: the namespace is small enough to scan, or
         its index is built (a build is started here when one is due)."""
-        return len(self._slots) < self._ann_min_rows or self._use_index()
+        return len(self._ids) < self._ann_min_rows or self._use_index()
 
     @property
     def ann_ready(self) -> bool:
@@ -99,27 +109,28 @@ class VectorRows(Generic[K]):
     def put(self, key: K, vector: Vector, expires_at: float | None, *, unit: bool = False) -> None:
         """Add ``key``'s vector, or replace it; ``unit=True`` when already of length 1."""
         self.remove(key)
-        slot = len(self.keys)
-        chunk, row = self._place(slot)
+        self._add(key, vector, expires_at, unit=unit)
+
+    def _add(self, key: K, vector: Vector, expires_at: float | None, *, unit: bool) -> None:
+        """``put`` of a key not held."""
+        chunk, row = self._place(len(self.keys))
         chunk[row] = vector if unit else normalized(vector)
-        self.keys.append(key)
-        self._slots[key] = slot
+        slot = self._ids.append(key)
         self._alive.append(1)
         self._expires.append(np.inf if expires_at is None else expires_at)
         if self._ann is not None:
             self._ann.add([slot], chunk[row : row + 1])
 
     def remove(self, key: K) -> bool:
-        slot = self._slots.pop(key, None)
+        slot = self._ids.pop(key)
         if slot is None:
             return False
-        self.keys[slot] = None
         self._alive[slot] = 0
         if self._ann is not None:
             self._ann.remove([slot])
         elif self._building:
             self._ann_dead.append(slot)
-        if len(self.keys) - len(self._slots) > max(1_024, len(self._slots) // 4):
+        if len(self.keys) - len(self._ids) > max(1_024, len(self._ids) // 4):
             self._compact()
         return True
 
@@ -130,7 +141,7 @@ class VectorRows(Generic[K]):
     ) -> list[tuple[K, float]]:
         """The ``k`` best ``(key, cosine)`` among live slots where ``allowed`` (a mask over
         slots; None: all). ``exact=True`` (a selective filter) never uses the index."""
-        if not self._slots:
+        if not len(self._ids):
             return []
         mask = self._mask(allowed)
         if not exact and self._use_index():
@@ -165,13 +176,17 @@ class VectorRows(Generic[K]):
 
     def where_keys(self, keys: Sequence[K]) -> Mask:
         mask = np.zeros(len(self.keys), dtype=bool)
-        mask[[self._slots[k] for k in keys if k in self._slots]] = True
+        mask[self._ids.slots(keys)] = True
         return mask
 
     def live_keys(self) -> list[K]:
-        return list(self._slots)
+        return self._ids.live_keys()
 
     # -- internals ----------------------------------------------------------------
+
+    def pack_keys(self) -> None:
+        """Pack the key map (a loader calls it after a bulk load; see ``KeyMap``)."""
+        self._ids.pack()
 
     def _key(self, slot: int) -> K:
         key = self.keys[slot]
@@ -206,7 +221,7 @@ class VectorRows(Generic[K]):
 
     def _use_index(self) -> bool:
         self._adopt()
-        if self._ann is None and not self._building and len(self._slots) >= self._ann_min_rows:
+        if self._ann is None and not self._building and len(self._ids) >= self._ann_min_rows:
             self._start_build()
             self._adopt()
         return self._ann is not None
@@ -258,25 +273,25 @@ class VectorRows(Generic[K]):
 
     def _compact(self) -> None:
         """Copy the live rows into one new chunk and renumber the slots."""
-        live = sorted(self._slots.values())
+        live = self._ids.live_slots()
         matrix = np.concatenate(self._used_chunks())[live] if live else np.zeros((0, self.dim))
-        keys = [self.keys[s] for s in live]
         expires = [self._expires[s] for s in live]
         self.close()
         self._chunks, self._starts = ([matrix.astype(np.float32)], [0]) if live else ([], [])
-        self.keys = keys
-        self._slots = {key: slot for slot, key in enumerate(keys) if key is not None}
-        self._alive = bytearray(b"\x01" * len(keys))
+        self._ids = KeyMap(self._ids.live_keys())
+        self._alive = bytearray(b"\x01" * len(live))
         self._expires = array("d", expires)
         self._first = 0
 
 
 def load_rows(dim: int, count: int, rows: Iterable[tuple[K, bytes, float | None]]) -> VectorRows[K]:
-    """``VectorRows`` filled from ``(key, little-endian float32 blob, expires_at)`` rows,
-    written straight into one chunk of ``count`` rows: no list of blobs, no second copy.
-    The heap the load's transient objects used is handed back (``release_heap``)."""
+    """``VectorRows`` filled from ``(key, little-endian float32 blob, expires_at)`` rows
+    with distinct keys (a table's rows), written straight into one chunk of ``count``
+    rows: no list of blobs, no second copy. The heap the load's transient objects used
+    is handed back (``release_heap``)."""
     vectors: VectorRows[K] = VectorRows(dim, capacity=count)
     for key, blob, expires_at in rows:
-        vectors.put(key, np.frombuffer(blob, dtype="<f4"), expires_at)
+        vectors._add(key, np.frombuffer(blob, dtype="<f4"), expires_at, unit=False)
+    vectors.pack_keys()
     release_heap()
     return vectors
