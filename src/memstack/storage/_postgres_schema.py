@@ -76,7 +76,14 @@ recall@10 against the exact scan at ef_search 400 / 1000 (2026-11-23, 2 busy cor
 (The iterative scan mode, off, relaxed or strict, changed nothing; ef_search was applied;
 the planner used the index: the graph was the cause.) The price is paid at insert: into
 a 100k index, ef_construction 256 inserted 3.5x slower than 64; bulk building 100k rows
-took 23 s at 64, 80 s at 256 and 120 s at 512."""
+took 23 s at 64, 80 s at 256 and 120 s at 512.
+
+What the graphs above still missed were whole queries, not rows: a query between two of the
+bench's topics landed in one and found none of its top 10 in the other. m 32 and
+ef_construction 1000 (CREATE INDEX after the load, 2026-11-23) stranded the same queries
+(one scan at ef 1000: 0.981 and 0.985), and m 32 inserted 3-4x slower; a second index scan
+steered away from the first one's hits reaches them (``postgres.AWAY_ROWS``), so the graph
+stays as it is and no migration rebuilds it again."""
 
 
 def hnsw_index_sql(schema: str, dim: int) -> str:
