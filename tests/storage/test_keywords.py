@@ -169,7 +169,31 @@ def test_a_packed_index_holds_a_row_in_a_third_of_the_memory() -> None:
     assert [key for key, _ in index.search(["name7x"], 5, None)] == ["id7"]
 
 
+def test_a_search_packs_a_large_write_buffer_and_scores_the_same() -> None:
+    docs = {k: f"note {k} about topic{k % 7} and name{k}x" for k in range(40_000)}
+    index = build(docs)  # writes packed at 4k, 8k, 16k and 32k rows: 8k rows wait
+    assert 4_096 <= index._buffered_rows() < 8_192
+    few = build({k: docs[k] for k in range(5_000)})  # 904 rows wait: too few to pack
+    words = ["name39999x", "topic3", "name7x"]
+    found = index.search(words, 20, None)
+    assert index._buffered_rows() == 0
+    assert found == load_words((k, t, None) for k, t in docs.items()).search(words, 20, None)
+    few.search(words, 20, None)
+    assert few._buffered_rows() == 904
+
+
 def test_load_words_indexes_and_packs_the_rows() -> None:
     index = load_words((k, text, None) for k, text in DOCS.items())
     assert index._buffered_rows() == 0 and len(index) == len(DOCS)
     assert dict(index.search(["cat"], 5, None)) == pytest.approx(reference_bm25(DOCS, ["cat"]))
+
+
+def test_a_pack_hands_the_heap_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    import memstack.storage._keywords as keywords
+
+    calls: list[None] = []
+    monkeypatch.setattr(keywords, "release_heap", lambda: calls.append(None))
+    index = build(DOCS)
+    assert calls == []
+    index.pack()
+    assert calls == [None]

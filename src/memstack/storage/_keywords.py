@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstack.errors import ConfigError
+from memstack.storage._heap import release_heap
 from memstack.storage._keymap import KeyMap
 from memstack.storage._text import BM25_B, BM25_K1, tokenize
 from memstack.storage._vectors import top_k
@@ -41,6 +42,11 @@ Postings = tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.integer[Any]]]
 _PACK_MIN: Final = 4_096
 """Rows written since the last pack before a write packs them (and from then on as many
 rows as are packed already, so a bulk load packs each row about twice)."""
+_SEARCH_PACK: Final = 8
+"""A search packs the rows written since the last pack once they are an eighth of those
+packed (and at least ``_PACK_MIN``): a row waiting in the write buffer takes about three
+times the memory of a packed one, and after a bulk load of writes up to half the rows
+could wait there. At 100k rows a pack takes about 0.1 s, once per 12k rows written."""
 
 _INSTALL = 'keyword search needs PyStemmer: pip install "PyStemmer>=2.2" (a memstack dependency)'
 
@@ -156,7 +162,8 @@ class KeywordIndex(Generic[K]):
 
     def pack(self) -> None:
         """Merge the rows written since the last pack into the segment and drop the dead
-        rows (renumbering the rest, in order); ``load_words`` calls it after a bulk load."""
+        rows (renumbering the rest, in order), then hand the heap freed back to the OS
+        (``release_heap``: about a millisecond, against 0.1 s for a pack at 100k rows)."""
         alive = np.frombuffer(self._alive, dtype=np.bool_)
         keep = None if len(self._ids) == len(self._ids.keys) else alive
         self._segment = self._segment.merged(self._buffered(), keep)
@@ -169,6 +176,7 @@ class KeywordIndex(Generic[K]):
             self._alive = bytearray(b"\x01" * len(self._ids))
         self._packed_rows = len(self._ids.keys)
         self._vocab, self._postings = {}, []
+        release_heap()  # the buffer's objects and the old segment's arrays
 
     def _buffered(self) -> _Segment:
         """The write buffer as a segment of its own (terms not yet sorted)."""
@@ -201,6 +209,8 @@ class KeywordIndex(Generic[K]):
         """The ``k`` best ``(key, BM25)`` for any of ``words`` (plain lower-cased query
         words), best first; rows expired at ``now`` (None: keep them) and keys outside
         ``allowed`` (None: all) never come back."""
+        if self._buffered_rows() >= max(_PACK_MIN, self._packed_rows // _SEARCH_PACK):
+            self.pack()
         n = len(self._ids)
         if n == 0:
             return []

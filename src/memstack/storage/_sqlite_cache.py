@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from memstack.storage._heap import release_heap
 from memstack.storage._keywords import KeywordIndex, load_words
 from memstack.storage._record_memo import RecordMemo
 from memstack.storage._vector_rows import VectorRows, load_rows
@@ -237,9 +236,7 @@ def _load_words(conn: sqlite3.Connection, namespace: str, same: Same) -> Keyword
             for id, (_, text, context, expires_at) in zip(ids, batch, strict=True):
                 yield id, keyword_text(text, context), expires_at
 
-    words = load_words(rows())
-    release_heap()
-    return words
+    return load_words(rows())  # which hands the heap back as it packs
 
 
 def _load_rows(conn: sqlite3.Connection, namespace: str, same: Same) -> VectorRows[str] | None:

@@ -282,6 +282,7 @@ class VectorRows(Generic[K]):
         self._alive = bytearray(b"\x01" * len(live))
         self._expires = array("d", expires)
         self._first = 0
+        release_heap()  # the old chunks, when the heap held them
 
 
 def load_rows(dim: int, count: int, rows: Iterable[tuple[K, bytes, float | None]]) -> VectorRows[K]:
