@@ -206,3 +206,30 @@ def test_building_an_index_before_the_embedder_loads_does_not_crash(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "(1, 384)"
+
+
+def test_without_key_lookups_keys_are_searched_but_not_removed() -> None:
+    rows = clustered(2_000, seed=2)
+    index = AnnIndex(DIM, key_lookups=False)
+    index.build(np.arange(len(rows)) * 10, rows)
+    index.add(np.array([99_999]), rows[:1])
+    assert index.remove(np.array([70])) == 0  # the caller masks it through allowed
+    assert index.search(rows[7], 1)[0].tolist() == [70]
+    assert index.search(rows[7], 1, allowed=lambda keys: keys != 70)[0].tolist() != [70]
+    assert set(index.search(rows[0], 2)[0].tolist()) == {0, 99_999}
+    assert len(index) == len(rows) + 1
+
+
+def test_fetch_asks_the_graph_for_more_keys_at_once(small):
+    index, rows = small
+    asked: list[int] = []
+    graph_search = index._index.search
+
+    def counted(vector, count, **options):
+        asked.append(count)
+        return graph_search(vector, count, **options)
+
+    index._index.search = counted
+    keys, _ = index.search(rows[7], 5, allowed=lambda keys: keys % 20 == 0, fetch=40)
+    assert len(keys) == 5 and all(key % 20 == 0 for key in keys.tolist())
+    assert asked == [40]  # half the keys pass: 40 nearest hold 5 of them, one search

@@ -115,6 +115,21 @@ def test_a_large_namespace_searches_the_index_and_keeps_it_in_step() -> None:
     assert "soon" not in {k for k, _ in vectors.search(queries[1], 5, vectors.live(60.0))}
 
 
+def test_the_index_masks_dead_slots_even_when_the_nearest_are_dead() -> None:
+    vectors = filled(3_000, ann_min_rows=1_000, background=False)
+    data = clustered(3_000)
+    q = clustered(1, seed=29)[0]
+    vectors.search(q, 10)
+    assert vectors.ann_ready
+    rows = {f"k{i}": data[i] for i in range(3_000)}
+    for key in exact_top(vectors, rows, q, 25):  # more than 2 k: the index fetches more
+        vectors.remove(key)
+        del rows[key]
+    found = [k for k, _ in vectors.search(q, 10)]
+    assert len(found) == 10 and set(found) <= rows.keys()
+    assert len(set(found) & set(exact_top(vectors, rows, q, 10))) >= 8
+
+
 def test_a_filtered_search_stays_exact() -> None:
     vectors = filled(2_000, ann_min_rows=1_000, background=False)
     q = clustered(1, seed=17)[0]

@@ -140,7 +140,12 @@ class AnnIndex:
         expansion_add: int = EXPANSION_ADD,
         expansion_search: int = EXPANSION_SEARCH,
         threads: int = 0,
+        key_lookups: bool = True,
     ) -> None:
+        """``key_lookups=False`` leaves out usearch's table from keys to nodes, about 36
+        bytes a row (3.6 MB at 100k): every key added must then be new, and ``remove``
+        does nothing, so the caller masks the keys it no longer wants through ``allowed``
+        (``VectorRows`` does, with slots that are never reused)."""
         for value, field in (
             (dim, "dim"),
             (connectivity, "connectivity"),
@@ -153,6 +158,7 @@ class AnnIndex:
         self.dim = dim
         self._params = (connectivity, expansion_add, expansion_search)
         self._threads = threads
+        self._lookups = key_lookups
         self._index = self._new_index()
         self._held: list[Rows] = []  # the arrays the graph points into
         self._stale = 0
@@ -174,31 +180,40 @@ class AnnIndex:
         self._index, self._held, self._stale = index, [rows], 0
 
     def add(self, keys: npt.ArrayLike, unit_rows: npt.ArrayLike) -> None:
-        """Index more rows; a key already indexed gets its new row."""
+        """Index more rows; a key already indexed gets its new row (with key lookups)."""
         checked_keys, rows = self._check_rows(keys, unit_rows)
         if not len(checked_keys):
             return
-        self.remove(checked_keys)
+        if self._lookups:
+            self.remove(checked_keys)
         self._index.add(checked_keys.astype(np.uint64), rows, copy=False, threads=self._threads)
         self._held.append(rows)
 
     def remove(self, keys: npt.ArrayLike) -> int:
-        """Unindex these keys (unknown keys are ignored); returns how many were indexed."""
+        """Unindex these keys (unknown keys are ignored); returns how many were indexed.
+        Without key lookups, nothing is unindexed and 0 is returned."""
         checked = _check_keys(keys)
-        if not len(checked) or not len(self._index):
+        if not self._lookups or not len(checked) or not len(self._index):
             return 0
         removed = int(np.sum(self._index.remove(checked.astype(np.uint64))))
         self._stale += removed
         return removed
 
     def search(
-        self, query: npt.ArrayLike, k: int, *, allowed: Allowed | None = None
+        self,
+        query: npt.ArrayLike,
+        k: int,
+        *,
+        allowed: Allowed | None = None,
+        fetch: int | None = None,
     ) -> tuple[Keys, npt.NDArray[np.float64]]:
-        """The ``k`` nearest allowed keys to ``query`` and their cosines, highest first."""
+        """The ``k`` nearest allowed keys to ``query`` and their cosines, highest first;
+        ``fetch``: how many nearest keys to ask the graph for first (default ``k``), more
+        when ``allowed`` is expected to reject some."""
         _check_count(k, "k")
         vector = self._check_query(query)
         size = len(self._index)
-        fetch = min(k, size)
+        fetch = min(max(k, fetch or k), size)
         exact = False
         while fetch:
             matches = self._index.search(vector, fetch, threads=1, exact=exact)
@@ -228,6 +243,7 @@ class AnnIndex:
             connectivity=connectivity,
             expansion_add=expansion_add,
             expansion_search=expansion_search,
+            enable_key_lookups=self._lookups,
         )
 
     def _check_rows(self, keys: npt.ArrayLike, unit_rows: npt.ArrayLike) -> tuple[Keys, Rows]:
