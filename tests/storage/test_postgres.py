@@ -210,7 +210,8 @@ def test_an_hnsw_search_scans_the_index_twice_the_second_time_away_from_the_firs
     postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
 ) -> None:
     pool, seen = plans
-    store = _store(pool, pg_schema, exact_limit=100, ef_search=1)  # ef_search becomes k
+    # ef_search becomes k; the graph's 2,000 rows are past away_limit
+    store = _store(pool, pg_schema, exact_limit=100, ef_search=1, away_limit=1_999)
     rows = _unit_rows(2000, 16, seed=9)
     store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
     _analyze(postgres_url, pg_schema)
@@ -222,6 +223,24 @@ def test_an_hnsw_search_scans_the_index_twice_the_second_time_away_from_the_firs
     assert "<=> (InitPlan" in plan  # the second scan: ordered by the away vector
     assert not any("<=> v.q" in p for p in seen)  # no fallback to the exact scan
     assert [i for i, _ in hits] == [f"r{i}" for i in np.argsort(-(rows @ query))[:10]]
+    store.close()
+
+
+def test_a_graph_up_to_away_limit_is_scanned_once(
+    postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
+) -> None:
+    pool, seen = plans
+    store = _store(pool, pg_schema, exact_limit=100, ef_search=1, away_limit=2_000)
+    rows = _unit_rows(2000, 16, seed=9)
+    store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
+    _analyze(postgres_url, pg_schema)
+    query = _unit_rows(1, 16, seed=10)[0]
+    seen.clear()
+    hits = store.vector_ids("ns", query, k=10)
+    plan = next(p for p in seen if "Index Scan using records_hnsw_16" in p)
+    assert plan.count("Index Scan using records_hnsw_16") == 1
+    assert [i for i, _ in hits] == [f"r{i}" for i in np.argsort(-(rows @ query))[:10]]
+    assert pg.AWAY_LIMIT == pg.EF_BY_ROWS[-1][0]  # two scans only past the sizes measured
     store.close()
 
 

@@ -1,4 +1,4 @@
-"""The second HNSW scan of a PostgreSQL vector search (``_postgres_query.hnsw_vector_sql``):
+"""The second HNSW scan of a PostgreSQL vector search (``_postgres_query.hnsw_away_vector_sql``):
 it brings the rows nearest the query with the first scan's mean direction projected out,
 scored by their distance to the query, and the union's nearest are returned.
 
@@ -54,9 +54,9 @@ def _loaded(url: str, schema: str) -> Rows:
 
 
 def _search(url: str, schema: str, query: Rows, first: int, away: int, k: int) -> list[str]:
-    """``hnsw_vector_sql`` run as the store runs it, ef_search past the table's rows."""
+    """``hnsw_away_vector_sql`` run as the store runs it, ef_search past the table's rows."""
     clause, params = q.where("ns", Filter(), 0.0)
-    sql = q.hnsw_vector_sql(f'"{schema}"', clause, 8)
+    sql = q.hnsw_away_vector_sql(f'"{schema}"', clause, 8)
     with psycopg.connect(url) as conn:
         register_vector(conn)
         conn.execute("SET hnsw.ef_search = 1000")
@@ -98,7 +98,7 @@ def test_a_search_that_finds_nothing_through_hnsw_returns_nothing(
     postgres_url: str, pg_schema: str
 ) -> None:
     store = PostgresRecordStore(
-        postgres_url, schema=pg_schema, clock=ManualClock(), exact_limit=100
+        postgres_url, schema=pg_schema, clock=ManualClock(), exact_limit=100, away_limit=100
     )
     store.setup()
     store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(_two_topics(300))])

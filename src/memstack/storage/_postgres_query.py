@@ -25,6 +25,7 @@ __all__ = [
     "ORDER_BY",
     "columns",
     "exact_vector_sql",
+    "hnsw_away_vector_sql",
     "hnsw_vector_sql",
     "quote_schema",
     "record_from_row",
@@ -152,9 +153,25 @@ def exact_vector_sql(schema: str, clause: str) -> str:
 
 
 def hnsw_vector_sql(schema: str, clause: str, dim: int) -> str:
-    """The same through the dimension's HNSW index, when the planner finds it cheaper,
-    in two index scans (parameters: query vector, clause's, k, query vector twice,
-    clause's, ``away``, k).
+    """The same through the dimension's HNSW index, when the planner finds it cheaper
+    (parameters: query vector, clause's, k): one index scan, for a graph whose greedy
+    descent was measured to find the top 10 (``postgres.AWAY_LIMIT``). The distance is
+    the index's expression and ``dim`` a literal, so the partial index matches; the CTE
+    is materialized and sorted again because an iterative scan in ``relaxed_order`` may
+    return rows slightly out of order."""
+    dim = int(dim)
+    return (
+        f"WITH hits AS MATERIALIZED (SELECT r.id,"
+        f" r.embedding::vector({dim}) <=> %b::vector({dim}) AS distance"
+        f" FROM {schema}.records r WHERE {clause} AND r.dim = {dim}"
+        " ORDER BY distance LIMIT %s)"
+        ' SELECT id, 1 - distance FROM hits ORDER BY distance, id COLLATE "C"'
+    )
+
+
+def hnsw_away_vector_sql(schema: str, clause: str, dim: int) -> str:
+    """``hnsw_vector_sql`` in two index scans, for a large graph (parameters: query
+    vector, clause's, k, query vector twice, clause's, ``away``, k).
 
     The first scan takes the query's k nearest rows. The second takes the ``away`` rows
     nearest the query with the first k's mean direction projected out, each scored by

@@ -10,11 +10,12 @@ naming the extra to install.
   table: a btree walk and 100 distances); past it, the planner is offered the dimension's
   HNSW index (``_postgres_schema``) with ``hnsw.ef_search`` at least k, growing with the
   graph's rows (``EF_BY_ROWS``: 300 at 10k, 2.5-3 ms instead of a 10-20 ms exact scan) and
-  ``hnsw.iterative_scan = relaxed_order``, so filters still yield k rows. The index is
-  scanned twice in one statement: for the query, then away from the cluster the first
-  scan found (``AWAY_ROWS``, ``_postgres_query.hnsw_vector_sql``). Should the index yield
-  fewer rows than asked, the exact scan runs. The namespace's size is counted (no further
-  than the thresholds) once per ``SIZE_TTL_S`` and after the store's own writes changed
+  ``hnsw.iterative_scan = relaxed_order``, so filters still yield k rows. A graph past
+  ``AWAY_LIMIT`` rows is scanned twice in one statement: for the query, then away from
+  the cluster the first scan found (``AWAY_ROWS``,
+  ``_postgres_query.hnsw_away_vector_sql``). Should the index yield fewer rows than
+  asked, the exact scan runs. The namespace's size is counted (no further than the
+  thresholds) once per ``SIZE_TTL_S`` and after the store's own writes changed
   it. On ``bench recall``'s 100k rows (2026-11-23): recall@10 against exact 0.995-0.999
   with both scans at ef_search 400-1000; 0.97-0.99 with one scan at 1000 (migration 7's
   graph); 0.80 at 200 with pgvector's default graph before it
@@ -108,11 +109,15 @@ at 10k it left the index from ef 600 on, at 5k from 300). Hence ``exact_limit`` 
 exact scan; at 2k the two tie. Past 20k nothing short of 1000 kept 0.99 with one scan
 (50k above; 100k: ``_postgres_schema.HNSW_PARAMS``); with the second scan
 600 kept 0.985 or more at 100k (``AWAY_ROWS``; the table was measured with one scan)."""
+AWAY_LIMIT = EF_BY_ROWS[-1][0]
+"""A graph of more rows than this is searched in two scans (``AWAY_ROWS``); up to it one
+scan at ``EF_BY_ROWS``'s ef kept recall@10 at 0.99 or more, and a second scan only
+doubles the index work (``bench recall`` at 10k: p95 3.7x the floor with it, 2026-11-23)."""
 EF_CEILING = 600
 """The default ``ef_search``: the candidate list of a graph past ``EF_BY_ROWS``'s sizes."""
 AWAY_ROWS = 200
 """Rows the second HNSW scan brings (at least k): the nearest to the query with the first
-scan's top k's mean direction projected out (``_postgres_query.hnsw_vector_sql``). On
+scan's top k's mean direction projected out (``_postgres_query.hnsw_away_vector_sql``). On
 ``bench recall``'s 100k rows some queries lie between two of its 50 topics ("chess openings
 or a golden retriever puppy"); HNSW's greedy descent landed in the other topic and found
 none of their top 10, even at ef_search 1000 or with an iterative scan reading 5,000 rows
@@ -166,6 +171,8 @@ class PostgresBackend:
     graph gets (``ef_search_for``), raised to k when k is larger (at most pgvector's
     maximum, 1000); ``EF_CEILING`` by default, with which the two scans of ``bench
     recall``'s 100k rows keep recall@10 0.99 (``AWAY_ROWS``).
+    ``away_limit``: a graph of more rows than this is searched in two scans, the second
+    away from the cluster the first one found (``AWAY_LIMIT``, ``AWAY_ROWS``).
     ``keyword_exact_limit``: a keyword search over a namespace of more rows than this
     ranks at most ``WORD_CANDIDATES`` rows per word.
     """
@@ -180,6 +187,7 @@ class PostgresBackend:
         timeout: float = 30.0,
         exact_limit: int = 5_000,
         ef_search: int = EF_CEILING,
+        away_limit: int = AWAY_LIMIT,
         keyword_exact_limit: int = 2_000,
     ) -> None:
         _import_psycopg()
@@ -188,6 +196,7 @@ class PostgresBackend:
         self._schema = q.quote_schema(schema)
         self._exact_limit = _non_negative(exact_limit, "exact_limit")
         self._ef_search = min(1000, max(1, _non_negative(ef_search, "ef_search")))
+        self._away_limit = _non_negative(away_limit, "away_limit")
         self._keyword_exact_limit = _non_negative(keyword_exact_limit, "keyword_exact_limit")
         self._size_limit = max(self._exact_limit, self._keyword_exact_limit, _COUNTED) + 1
         self._vector_type: TypeInfo | None = None
@@ -445,12 +454,18 @@ class PostgresBackend:
         clause, params = q.where(namespace, wanted, now)
         dim = int(query.shape[0])
         with self._connection() as conn:
-            if self._hnsw_pays(conn, namespace, dim, k):
-                hits = conn.execute(
-                    q.hnsw_vector_sql(self._schema, clause, dim),
-                    [query, *params, k, query, query, *params, max(k, AWAY_ROWS), k],
-                    prepare=False,  # planned for this namespace, never a generic plan
-                ).fetchall()
+            graph = self._hnsw_graph(conn, namespace, dim, k)
+            if graph is not None:
+                sql, args = (
+                    (q.hnsw_vector_sql(self._schema, clause, dim), [query, *params, k])
+                    if graph <= self._away_limit
+                    else (
+                        q.hnsw_away_vector_sql(self._schema, clause, dim),
+                        [query, *params, k, query, query, *params, max(k, AWAY_ROWS), k],
+                    )
+                )
+                # Planned for this namespace, never a generic plan.
+                hits = conn.execute(sql, args, prepare=False).fetchall()
                 if len(hits) == k:
                     return _ranked(hits)
             hits = conn.execute(
@@ -458,22 +473,26 @@ class PostgresBackend:
             ).fetchall()
         return _ranked(hits)
 
-    def _hnsw_pays(self, conn: psycopg.Connection[Any], namespace: str, dim: int, k: int) -> bool:
-        """The namespace has more than ``exact_limit`` rows and ``dim`` an HNSW index; if
-        so the transaction's HNSW settings are made for ``k`` results from a graph of the
-        namespace's rows or the index's (``reltuples``, the planner's), whichever is more."""
+    def _hnsw_graph(
+        self, conn: psycopg.Connection[Any], namespace: str, dim: int, k: int
+    ) -> int | None:
+        """The rows of the graph to search when the namespace has more than
+        ``exact_limit`` rows and ``dim`` an HNSW index (the namespace's rows or the
+        index's ``reltuples``, the planner's, whichever is more), else None; the
+        transaction's HNSW settings are then made for ``k`` results from it."""
         size = self._size(conn, namespace)
         if dim > HNSW_MAX_DIM or size <= self._exact_limit:
-            return False
+            return None
         graph = self._graph_rows(conn, dim)
         if graph is None:
-            return False
+            return None
+        rows = max(size, graph)
         conn.execute(
             "SELECT set_config('hnsw.ef_search', %s, true),"
             " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-            (str(ef_search_for(max(size, graph), k, self._ef_search)),),
+            (str(ef_search_for(rows, k, self._ef_search)),),
         )
-        return True
+        return rows
 
     def _graph_rows(self, conn: psycopg.Connection[Any], dim: int) -> int | None:
         """The rows of ``dim``'s HNSW index as the planner last counted them (``reltuples``,
@@ -664,6 +683,7 @@ class PostgresRecordStore(RecordStore):
         timeout: float = 30.0,
         exact_limit: int = 5_000,
         ef_search: int = EF_CEILING,
+        away_limit: int = AWAY_LIMIT,
         keyword_exact_limit: int = 2_000,
     ) -> None:
         backend = PostgresBackend(
@@ -674,6 +694,7 @@ class PostgresRecordStore(RecordStore):
             timeout=timeout,
             exact_limit=exact_limit,
             ef_search=ef_search,
+            away_limit=away_limit,
             keyword_exact_limit=keyword_exact_limit,
         )
         super().__init__(backend, clock=clock)
