@@ -176,7 +176,8 @@ def test_bad_input_is_invalid_input_and_changes_nothing(small, call, field):
         call(index)
     assert caught.value.field == field
     assert len(index) == len(rows)
-    assert index.search(rows[5], 1)[0].tolist() == [50]
+    # Approximate: the row itself among its 10 nearest (k = 1 missed it once in 12 runs).
+    assert 50 in index.search(rows[5], 10)[0].tolist()
 
 
 def test_a_missing_usearch_is_a_config_error_naming_the_install(monkeypatch):
