@@ -42,21 +42,15 @@ def _ranked(store: RecordStore, vector: Vector) -> list[tuple[str, float, float 
     return [(h.record.id, round(h.relevance, 6), h.keyword) for h in hits]
 
 
-def _recording_fetches(store: RecordStore) -> list[list[str]]:
-    """The ids of each ``store.fetch`` from now on, call by call."""
+def test_candidates_of_both_kinds_fused_and_each_fetched_once(filled: RecordStore) -> None:
     fetched: list[list[str]] = []
-    original = store.fetch
+    original = filled.fetch
 
     def fetch(namespace: Any, ids: Any, filter: Any = None) -> Any:
         fetched.append(list(ids))
         return original(namespace, ids, filter)
 
-    store.fetch = fetch  # type: ignore[method-assign]
-    return fetched
-
-
-def test_candidates_of_both_kinds_fused_and_each_fetched_once(filled: RecordStore) -> None:
-    fetched = _recording_fetches(filled)
+    filled.fetch = fetch  # type: ignore[method-assign]
     ranked = _ranked(filled, QUERY)
     by_id = {id: (relevance, keyword) for id, relevance, keyword in ranked}
     assert [id for id, _, _ in ranked][:2] == ["tea", "coffee"]

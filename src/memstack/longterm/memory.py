@@ -161,11 +161,7 @@ class LongTermMemory:
         return await asyncio.to_thread(self._recall, query, k, touch, wanted)
 
     def _recall(
-        self,
-        query: str,
-        k: int,
-        touch: bool,
-        wanted: Filter | None,
+        self, query: str, k: int, touch: bool, wanted: Filter | None
     ) -> list[RecalledMemory]:
         vector = self.embedder.embed_batch([query])[0]
         found = fused_candidates(

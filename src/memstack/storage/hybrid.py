@@ -105,7 +105,9 @@ def fused_candidates(
     filters: Sequence[Filter | None] | None = None,
 ) -> Candidates:
     """``hybrid_candidates`` as ``Candidates`` (columns, unranked); same arguments."""
-    wanted = _filters(namespaces, filter, filters)
+    wanted = [filter] * len(namespaces) if filters is None else list(filters)
+    if len(wanted) != len(namespaces):
+        raise ValueError("filters must give one filter per namespace")
     found = _Found()
     for namespace, where in zip(namespaces, wanted, strict=True):
         found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
@@ -115,39 +117,22 @@ def fused_candidates(
     missing = [key for key in records if key not in cosine]
     cosine.update(zip(missing, _cosines([records[key] for key in missing], vector), strict=True))
     similarity = [cosine[key] for key in records]
-    if best <= 0:
-        return Candidates(
-            records=list(records.values()),
-            similarity=similarity,
-            keyword=None,
-            relevance=list(similarity) if vector is not None else [0.0] * len(similarity),
-        )
-    keyword = [keyword_raw.get(key, 0.0) / best for key in records]
-    relevance = (
-        keyword
-        if vector is None
-        else [
+    keyword = [keyword_raw.get(key, 0.0) / best for key in records] if best > 0 else None
+    if vector is None:
+        relevance = keyword or [0.0] * len(similarity)
+    elif keyword is None:
+        relevance = list(similarity)
+    else:
+        relevance = [
             (1 - keyword_weight) * s + keyword_weight * w
             for s, w in zip(similarity, keyword, strict=True)
         ]
-    )
     return Candidates(
         records=list(records.values()), similarity=similarity, keyword=keyword, relevance=relevance
     )
 
 
 Key = tuple[NamespaceLike, str]
-
-
-def _filters(
-    namespaces: Sequence[NamespaceLike],
-    filter: Filter | None,
-    filters: Sequence[Filter | None] | None,
-) -> list[Filter | None]:
-    wanted = [filter] * len(namespaces) if filters is None else list(filters)
-    if len(wanted) != len(namespaces):
-        raise ValueError("filters must give one filter per namespace")
-    return wanted
 
 
 @dataclass
