@@ -175,13 +175,10 @@ def hnsw_away_vector_sql(schema: str, clause: str, dim: int) -> str:
 
     The first scan takes the query's k nearest rows. The second takes the ``away`` rows
     nearest the query with the first k's mean direction projected out, each scored by
-    its distance to the query; the union's k nearest are returned. HNSW descends its
-    upper layers greedily from one entry point, so a query between two clusters ("chess
-    openings or a golden retriever puppy") can land in the wrong one and never leave it:
-    on ``bench recall``'s 100k rows (50 near-orthogonal topics) such queries found none
-    of their top 10, at ef_search 1000 and with 5,000 rows read by an iterative scan.
-    The second scan is steered away from the cluster the first one found, so it reaches
-    the other (``postgres.AWAY_ROWS``).
+    its distance to the query; the union's k nearest are returned. HNSW's greedy descent
+    can settle a query that lies between two clusters in the wrong one; the second scan
+    is steered away from the cluster the first one found (why and what it measured:
+    ``postgres.AWAY_ROWS``).
 
     The distance is the index's expression and ``dim`` a literal, so the partial index
     matches; each scan is materialized, and the union sorted again, because an iterative

@@ -16,9 +16,10 @@ naming the extra to install.
   ``_postgres_query.hnsw_away_vector_sql``). Should the index yield fewer rows than
   asked, the exact scan runs. The namespace's size is counted (no further than the
   thresholds) once per ``SIZE_TTL_S`` and after the store's own writes changed
-  it. On ``bench recall``'s 100k rows (2026-11-23): recall@10 against exact 0.995-0.999
-  with both scans at ef_search 400-1000; 0.97-0.99 with one scan at 1000 (migration 7's
-  graph); 0.80 at 200 with pgvector's default graph before it
+  it. On ``bench recall``'s 100k rows (2026-11-23): recall@10 against exact 0.992-0.999
+  with both scans at ef_search 400-1000 (0.985-0.996 on 200 other queries); 0.97-0.99
+  with one scan at 1000 (migration 7's graph); 0.80 at 200 with pgvector's default graph
+  before it
   (``_postgres_schema.HNSW_PARAMS``).
 - Keywords: a generated ``tsvector`` (english), queried with the words of the user's
   text OR-ed together (``plainto_tsquery(w1) || plainto_tsquery(w2) ...``, so no input
@@ -111,8 +112,10 @@ exact scan; at 2k the two tie. Past 20k nothing short of 1000 kept 0.99 with one
 600 kept 0.985 or more at 100k (``AWAY_ROWS``; the table was measured with one scan)."""
 AWAY_LIMIT = EF_BY_ROWS[-1][0]
 """A graph of more rows than this is searched in two scans (``AWAY_ROWS``); up to it one
-scan at ``EF_BY_ROWS``'s ef kept recall@10 at 0.99 or more, and a second scan only
-doubles the index work (``bench recall`` at 10k: p95 3.7x the floor with it, 2026-11-23)."""
+scan at ``EF_BY_ROWS``'s ef kept recall@10 at 0.99 or more, so a second scan would only
+add index work (two scans cost 1.6-1.7x one at p50 on the 100k graph; ``bench recall`` at
+10k measured p95 3.72x its floor with both scans, one run, and 2.63 and 2.27 with one,
+against floors that moved from 7.6 to 11-12 ms; 2026-11-23)."""
 EF_CEILING = 600
 """The default ``ef_search``: the candidate list of a graph past ``EF_BY_ROWS``'s sizes."""
 AWAY_ROWS = 200
@@ -456,14 +459,11 @@ class PostgresBackend:
         with self._connection() as conn:
             graph = self._hnsw_graph(conn, namespace, dim, k)
             if graph is not None:
-                sql, args = (
-                    (q.hnsw_vector_sql(self._schema, clause, dim), [query, *params, k])
-                    if graph <= self._away_limit
-                    else (
-                        q.hnsw_away_vector_sql(self._schema, clause, dim),
-                        [query, *params, k, query, query, *params, max(k, AWAY_ROWS), k],
-                    )
-                )
+                if graph <= self._away_limit:
+                    sql, args = q.hnsw_vector_sql(self._schema, clause, dim), [query, *params, k]
+                else:
+                    sql = q.hnsw_away_vector_sql(self._schema, clause, dim)
+                    args = [query, *params, k, query, query, *params, max(k, AWAY_ROWS), k]
                 # Planned for this namespace, never a generic plan.
                 hits = conn.execute(sql, args, prepare=False).fetchall()
                 if len(hits) == k:
