@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import gc
 import random
-import tracemalloc
 from dataclasses import dataclass
 
 import pytest
 
 from memstack.storage._keymap import KeyMap
+from tests.storage.allocated import allocated
 
 
 @dataclass(frozen=True)
@@ -83,17 +82,16 @@ def test_held_gives_the_key_objects_held() -> None:
 
 def test_a_packed_map_costs_a_few_bytes_a_key() -> None:
     keys = [f"m{i}" for i in range(50_000)]
-    gc.collect()
-    tracemalloc.start()
-    try:
+
+    def build() -> KeyMap[str]:
         ids: KeyMap[str] = KeyMap()
         for key in keys:
             ids.append(key)
         ids.pack()
-        gc.collect()
-        per_key = tracemalloc.get_traced_memory()[0] / len(keys)
-    finally:
-        tracemalloc.stop()
+        return ids
+
+    ids, used = allocated(build)
+    per_key = used / len(keys)
     # the list of keys (8 bytes a key), a hash and a slot (12); a dict and a list of
     # the same keys took 74 bytes a key
     assert per_key < 24

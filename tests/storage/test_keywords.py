@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import gc
 import math
 import random
-import tracemalloc
 
 import pytest
 
 from memstack.storage._keywords import KeywordIndex, load_words, stemmed_terms
 from memstack.storage._text import BM25_B, BM25_K1
+from tests.storage.allocated import allocated
 
 DOCS = {
     1: "Alice adopted two cats last spring",
@@ -154,17 +153,16 @@ def test_a_packed_index_holds_a_row_in_a_third_of_the_memory() -> None:
     # entry and one posting object per word took about 390 bytes a row here
     docs = {f"id{k}": f"note {k} about topic{k % 7} and name{k}x" for k in range(20_000)}
     build(dict(enumerate(docs.values())))  # fills the stemmer's cache, not the index's
-    gc.collect()
-    tracemalloc.start()
-    try:
+
+    def packed() -> KeywordIndex[str]:
         index: KeywordIndex[str] = KeywordIndex()
         for key, text in docs.items():
             index.put(key, text, None)
         index.pack()
-        gc.collect()
-        per_row = tracemalloc.get_traced_memory()[0] / len(docs)
-    finally:
-        tracemalloc.stop()
+        return index
+
+    index, used = allocated(packed)
+    per_row = used / len(docs)
     assert per_row < 200
     assert [key for key, _ in index.search(["name7x"], 5, None)] == ["id7"]
 
