@@ -36,9 +36,9 @@ class KeyMap(Generic[K]):
 
     def __init__(self, keys: Iterable[K | None] = ()) -> None:
         self.keys: list[K | None] = list(keys)
-        self._live = sum(key is not None for key in self.keys)
         self._recent: dict[K, int] = {}
         slots = np.array(self.live_slots(), dtype=np.int32)
+        self._live = len(slots)
         hashes = np.fromiter((hash(self.keys[s]) for s in slots), dtype=np.int64, count=len(slots))
         order = np.argsort(hashes, kind="stable")
         self._hashes: npt.NDArray[np.int64] = hashes[order]
