@@ -53,3 +53,19 @@ async def test_memories_survive_reopening_the_sqlite_file(tmp_path, local_embedd
         assert item.importance == 1.0
     finally:
         second.close()
+
+
+async def test_changing_a_recalled_memorys_metadata_changes_nothing_stored(
+    real_store, local_embedder
+):
+    # A recall reads its candidates from the store's memo without copying them; what it
+    # hands out must still be the caller's own.
+    memory = LongTermMemory(
+        collection=Collection(user_id="dana"), store=real_store, embedder=local_embedder
+    )
+    await memory.remember("Dana keeps bees", metadata={"tags": ["hobby"], "source": "chat"})
+    first = await memory.recall("bees", 1, touch=False)  # a touch would empty the memo
+    first[0].metadata["tags"].append("changed")  # type: ignore[union-attr]
+    first[0].metadata["source"] = "changed"
+    again = await memory.recall("bees", 1, touch=False)
+    assert again[0].metadata == {"tags": ["hobby"], "source": "chat"}

@@ -9,6 +9,7 @@ import numpy.typing as npt
 import pytest
 
 from memstack.storage import RecordStore
+from memstack.storage.backend import Gathered
 from memstack.storage.hybrid import hybrid_candidates
 from tests.storage.records import rec
 
@@ -42,20 +43,34 @@ def _ranked(store: RecordStore, vector: Vector) -> list[tuple[str, float, float 
     return [(h.record.id, round(h.relevance, 6), h.keyword) for h in hits]
 
 
-def test_candidates_of_both_kinds_fused_and_each_fetched_once(filled: RecordStore) -> None:
-    fetched: list[list[str]] = []
-    original = filled.fetch
+def test_candidates_of_both_kinds_fused_and_read_in_one_gather(filled: RecordStore) -> None:
+    gathered: list[Gathered] = []
+    original = filled.backend.gather
 
-    def fetch(namespace: Any, ids: Any, filter: Any = None) -> Any:
-        fetched.append(list(ids))
-        return original(namespace, ids, filter)
+    def gather(*args: Any) -> Gathered:
+        got = original(*args)
+        gathered.append(got)
+        return got
 
-    filled.fetch = fetch  # type: ignore[method-assign]
+    filled.backend.gather = gather  # type: ignore[method-assign,assignment]
     ranked = _ranked(filled, QUERY)
     by_id = {id: (relevance, keyword) for id, relevance, keyword in ranked}
     assert [id for id, _, _ in ranked][:2] == ["tea", "coffee"]
     assert by_id["rust"][1] is not None and by_id["rust"][1] > 0  # a keyword match
     assert by_id["coffee"][1] == 0.0  # nearest, no keyword
-    every = [id for ids in fetched for id in ids]
-    assert sorted(every) == sorted(set(every)) == sorted(by_id)
-    assert len(fetched) == 1  # both kinds in one read of the namespace
+    assert len(gathered) == 1  # both kinds in one read of the namespace
+    assert sorted(gathered[0].records) == sorted(by_id)
+
+
+def test_changing_a_hits_record_changes_nothing_stored(store: RecordStore) -> None:
+    store.upsert(
+        [rec("tea", text="Alice drinks tea", embedding=[1.0, 0.0], metadata={"tags": ["a"]})]
+    )
+    vector = np.asarray([1.0, 0.0], dtype=np.float32)
+    for _ in range(2):  # the second read comes from the memo, where a cache has one
+        hit = hybrid_candidates(
+            store, ["ns"], query="tea", vector=vector, pool=2, keyword_weight=0.3
+        )
+        assert hit[0].record.metadata == {"tags": ["a"]}
+        hit[0].record.metadata["tags"].append("b")  # type: ignore[union-attr]
+        hit[0].record.metadata["new"] = 1

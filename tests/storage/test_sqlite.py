@@ -16,6 +16,7 @@ from memstack.clock import ManualClock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import Filter, SQLiteRecordStore
 from memstack.storage._sqlite_schema import MIGRATIONS
+from memstack.storage.sqlite import SQLiteBackend
 from tests.storage.records import ids, key, rec
 
 
@@ -259,3 +260,34 @@ def test_both_indexes_of_a_namespace_share_its_id_strings(
     assert [h.record.id for h in reader.vector_search("ns", [0, 1], k=1)] == ["r7"]
     writer.close()
     reader.close()
+
+
+def test_a_warm_gather_is_one_read_that_asks_two_small_rows(path: Path) -> None:
+    store = SQLiteRecordStore(path)
+    store.setup()
+    store.upsert(
+        [rec(f"r{i}", text=f"Alice {i}", embedding=[1, i]) for i in range(20)], model_id="m"
+    )
+    store.gather("ns", query="Alice", vector=[1, 0], k=5, model_id="m")  # loads the caches
+    statements: list[str] = []
+    backend = store.backend
+    assert isinstance(backend, SQLiteBackend) and backend._conn is not None
+    backend._conn.set_trace_callback(statements.append)
+    got = store.gather("ns", query="Alice", vector=[1, 0], k=5, model_id="m")
+    store.close()
+    assert len(got.records) >= 5
+    assert statements[0] == "BEGIN" and statements[-1] == "COMMIT"
+    assert len(statements) == 4  # the namespace's version and its info; records from memory
+    assert not any("FROM records" in s for s in statements)
+
+
+def test_a_gather_sees_what_another_instance_wrote_since(pair) -> None:
+    a, b = pair
+    a.upsert([rec("tea", text="Alice drinks tea", embedding=[1, 0], metadata={"v": 1})])
+    first = a.gather("ns", query="Alice", vector=[1, 0], k=3)
+    assert first.records["tea"].metadata == {"v": 1}
+    b.upsert([rec("tea", text="Alice drinks coffee", embedding=[0, 1], metadata={"v": 2})])
+    again = a.gather("ns", query="coffee", vector=[1, 0], k=3)
+    assert [id for id, _ in again.matched] == ["tea"]  # the keyword index was reloaded
+    assert again.records["tea"].metadata == {"v": 2}  # and the record read again
+    assert again.cosines["tea"] == pytest.approx(0.0, abs=1e-6)  # and the vectors

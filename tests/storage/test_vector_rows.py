@@ -173,3 +173,23 @@ def test_ready_starts_a_due_build_and_says_when_it_is_done() -> None:
     assert not vectors.ann_ready
     assert vectors.ready()
     assert vectors.ann_ready
+
+
+@pytest.mark.parametrize("loaded", [True, False], ids=["one chunk", "grown in chunks"])
+def test_cosines_of_keys_are_their_rows_dot_the_query(loaded: bool) -> None:
+    data = clustered(500)
+    if loaded:
+        vectors = load_rows(
+            DIM, 500, ((f"k{i}", row.tobytes(), None) for i, row in enumerate(data))
+        )
+    else:
+        vectors = filled(500)  # put one at a time: chunks of growing size
+        assert len(vectors._chunks) > 1
+    vectors.remove("k7")
+    query = clustered(1, seed=9)[0]
+    asked = ["k499", "k3", "missing", "k7", "k250", "k0"]
+    got = vectors.cosines(query, asked)
+    assert list(got) == ["k499", "k3", "k250", "k0"]  # held ones, in the order asked
+    for key, cosine in got.items():
+        assert cosine == pytest.approx(float(data[int(key[1:])] @ query), abs=1e-6)
+    assert vectors.cosines(query, []) == {}

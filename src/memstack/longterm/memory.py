@@ -64,6 +64,7 @@ from memstack.longterm.versions import Closing, close_current, closed, history
 from memstack.providers.base import ChatModel, Message
 from memstack.storage import Cap, Filter, Record, RecordStore
 from memstack.storage.hybrid import fused_candidates
+from memstack.storage.types import own_copy
 
 __all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "SIMILAR_FLOOR", "LongTermMemory"]
 
@@ -195,7 +196,7 @@ class LongTermMemory:
         best = np.lexsort((-relevance, -scores))[:k].tolist()
         ranked = [
             RecalledMemory(
-                **_item_fields(records[i]),
+                **_item_fields(own_copy(records[i])),  # the store's own: copy what leaves
                 scores=self._score(
                     records[i],
                     found.similarity[i],

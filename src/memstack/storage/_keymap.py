@@ -68,18 +68,18 @@ class KeyMap(Generic[K]):
 
     def slots(self, keys: Iterable[K]) -> list[int]:
         """The slots of those of ``keys`` held, in their order."""
-        return [slot for slot in self._find(list(keys)) if slot is not None]
+        return [slot for slot in self.find(list(keys)) if slot is not None]
 
     def held(self, keys: Sequence[K]) -> list[K]:
         """For each of ``keys``, the equal key object held, else the key itself: two
         indexes of the same rows loaded one after the other can share their key objects."""
         same = []
-        for key, slot in zip(keys, self._find(keys), strict=True):
+        for key, slot in zip(keys, self.find(keys), strict=True):
             held = None if slot is None else self.keys[slot]
             same.append(key if held is None else held)
         return same
 
-    def _find(self, keys: Sequence[K]) -> list[int | None]:
+    def find(self, keys: Sequence[K]) -> list[int | None]:
         """Each key's slot or None: for many keys at once, one search over the sorted
         hashes, then a check of each slot's key (``get`` for the few that miss it)."""
         n = len(self._hashes)

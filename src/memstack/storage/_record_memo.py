@@ -9,17 +9,17 @@ forgets a namespace's records whenever another connection wrote to or touched it
 the ids its own writes change.
 
 Callers get copies whose metadata is their own, so changing a returned record's
-metadata never changes what the memo hands out next. Vectors are shared: the backend's
-are read-only arrays.
+metadata never changes what the memo hands out next; a reader that never changes them
+(a hybrid search's candidates) may ask for the held records themselves. Vectors are
+shared: the backend's are read-only arrays.
 """
 
 from __future__ import annotations
 
-import copy
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
-from memstack.storage.types import Record
+from memstack.storage.types import Record, own_copy
 
 __all__ = ["RecordMemo"]
 
@@ -36,8 +36,11 @@ class RecordMemo:
     def __len__(self) -> int:
         return self._held
 
-    def take(self, namespace: str, ids: Sequence[str]) -> tuple[list[Record], list[str]]:
-        """Copies of the records of ``ids`` held, and the ids not held (in the order asked)."""
+    def take(
+        self, namespace: str, ids: Sequence[str], *, shared: bool = False
+    ) -> tuple[list[Record], list[str]]:
+        """Copies of the records of ``ids`` held (``shared``: the held records themselves,
+        for a reader that never changes them), and the ids not held (in the order asked)."""
         held = self._records.get(namespace)
         if not held:
             return [], list(ids)
@@ -49,11 +52,14 @@ class RecordMemo:
                 missing.append(id)
             else:
                 held.move_to_end(id)
-                found.append(_copy(record))
+                found.append(record if shared else own_copy(record))
         return found, missing
 
-    def keep(self, namespace: str, records: Iterable[Record]) -> list[Record]:
-        """Hold ``records`` (just read from ``namespace``); return copies of them."""
+    def keep(
+        self, namespace: str, records: Iterable[Record], *, shared: bool = False
+    ) -> list[Record]:
+        """Hold ``records`` (just read from ``namespace``); return copies of them (or,
+        ``shared``, them)."""
         if self._max <= 0:
             return list(records)
         held = self._records.setdefault(namespace, OrderedDict())
@@ -62,7 +68,7 @@ class RecordMemo:
             if held.pop(record.id, None) is None:
                 self._held += 1
             held[record.id] = record
-            copies.append(_copy(record))
+            copies.append(record if shared else own_copy(record))
         self._shrink(namespace)
         return copies
 
@@ -91,20 +97,3 @@ class RecordMemo:
                 del self._records[namespace]
             if self._held <= self._max:
                 return
-
-
-def _copy(record: Record) -> Record:
-    """The record with metadata of its own (deep only when it nests lists or objects).
-    Like ``stored_record``, it fills the frozen dataclass's ``__dict__`` directly: the
-    fields are a held record's, already checked."""
-    metadata = record.metadata
-    copied = object.__new__(Record)
-    fields = copied.__dict__
-    fields.update(record.__dict__)
-    for value in metadata.values():
-        if isinstance(value, dict | list):
-            fields["metadata"] = copy.deepcopy(metadata)
-            break
-    else:
-        fields["metadata"] = metadata.copy()
-    return copied

@@ -94,18 +94,25 @@ class NamespaceCache:
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self.records = RecordMemo(max_records)
 
-    def rows(self, conn: sqlite3.Connection, namespace: str) -> VectorRows[str] | None:
-        """The namespace's vectors, reloaded if another connection wrote to it since."""
-        entry = self._entry(conn, namespace)
+    def rows(
+        self, conn: sqlite3.Connection, namespace: str, *, checked: bool = False
+    ) -> VectorRows[str] | None:
+        """The namespace's vectors, reloaded if another connection wrote to it since
+        (``checked``: ``held`` said True earlier in this same read, so it is not asked
+        again)."""
+        entry = self._entry(conn, namespace, checked)
         if entry.rows is _UNLOADED:
             same = entry.words.held if entry.words is not None else _itself
             entry.rows = _load_rows(conn, namespace, same)
         assert entry.rows is None or isinstance(entry.rows, VectorRows)
         return entry.rows
 
-    def words(self, conn: sqlite3.Connection, namespace: str) -> KeywordIndex[str]:
-        """The namespace's keyword index, reloaded if another connection wrote since."""
-        entry = self._entry(conn, namespace)
+    def words(
+        self, conn: sqlite3.Connection, namespace: str, *, checked: bool = False
+    ) -> KeywordIndex[str]:
+        """The namespace's keyword index, reloaded if another connection wrote since
+        (``checked`` as for ``rows``)."""
+        entry = self._entry(conn, namespace, checked)
         if entry.words is None:
             same = entry.rows.held if isinstance(entry.rows, VectorRows) else _itself
             entry.words = _load_words(conn, namespace, same)
@@ -117,9 +124,9 @@ class NamespaceCache:
         entry = self._entries.get(namespace)
         return entry is not None and self._valid(entry, conn, namespace)
 
-    def _entry(self, conn: sqlite3.Connection, namespace: str) -> _Entry:
+    def _entry(self, conn: sqlite3.Connection, namespace: str, checked: bool) -> _Entry:
         entry = self._entries.get(namespace)
-        if entry is None or not self._valid(entry, conn, namespace):
+        if entry is None or not (checked or self._valid(entry, conn, namespace)):
             version, touches = namespace_counts(conn, namespace)
             entry = _Entry(version=version, touches=touches)
             self._entries[namespace] = entry

@@ -166,6 +166,20 @@ class VectorRows(Generic[K]):
             for j, b in enumerate(best)
         ]
 
+    def cosines(self, query: Vector, keys: Sequence[K]) -> dict[K, float]:
+        """The cosine of the unit ``query`` with each of ``keys`` held (expired or not)."""
+        pairs = zip(keys, self._ids.find(keys), strict=True)
+        held = [(key, slot) for key, slot in pairs if slot is not None]
+        if not held:
+            return {}
+        slots = np.array([slot for _, slot in held], dtype=np.intp)
+        if len(self._chunks) == 1:
+            rows = self._chunks[0][slots]
+        else:
+            rows = np.stack([self._chunks[c][s - self._starts[c]] for c, s in self._located(slots)])
+        dots = np.clip(rows @ query, -1.0, 1.0).tolist()
+        return {key: float(dot) for (key, _), dot in zip(held, dots, strict=True)}
+
     def live(self, now: float) -> Mask | None:
         """Slots not expired at ``now``; None when none has expired."""
         mask = np.frombuffer(self._expires, dtype=np.float64) > now
@@ -204,6 +218,11 @@ class VectorRows(Generic[K]):
             self._starts.append(capacity)
         i = bisect.bisect_right(self._starts, slot) - 1
         return self._chunks[i], slot - self._starts[i]
+
+    def _located(self, slots: npt.NDArray[np.intp]) -> list[tuple[int, int]]:
+        """The chunk of each slot, with the slot."""
+        chunks = np.searchsorted(np.array(self._starts), slots, side="right") - 1
+        return list(zip(chunks.tolist(), slots.tolist(), strict=True))
 
     def _used_chunks(self) -> list[npt.NDArray[np.float32]]:
         """Each chunk cut to the slots in use (views, no copies)."""

@@ -10,7 +10,7 @@ deletes, caps with their evictions, model claims) is one transaction.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -22,8 +22,10 @@ from memstack.storage.types import Filter, Order, Record, Vector
 
 __all__ = [
     "DAY_S",
+    "Accept",
     "Backend",
     "Cap",
+    "Gathered",
     "Matrix",
     "ModelClaim",
     "NamespaceInfo",
@@ -31,7 +33,9 @@ __all__ = [
     "Ranked",
     "WriteBatch",
     "WriteResult",
+    "candidate_ids",
     "check_claims",
+    "gather_apart",
     "retention",
 ]
 
@@ -113,6 +117,26 @@ class WriteResult:
     """Per capped namespace, the ids its cap evicted."""
 
 
+Accept = Callable[[NamespaceInfo], None]
+"""Called by ``Backend.gather`` with the namespace's info before it searches by vector;
+raises to refuse the query (another dimension or model)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gathered:
+    """One namespace's hybrid candidates, read in one snapshot (``Backend.gather``)."""
+
+    matched: builtins.list[Ranked]
+    """The best keyword matches, best first."""
+    nearest: builtins.list[Ranked]
+    """The nearest records by cosine, best first."""
+    cosines: dict[str, float]
+    """The cosine with the query of each matched id that has an embedding."""
+    records: dict[str, Record]
+    """The records of ``matched`` and ``nearest`` by id (those visible at ``now``). They
+    may be the backend's own objects: read them, never change them."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Page:
     limit: int
@@ -170,6 +194,22 @@ class Backend(Protocol):
         (non-empty), best first."""
         ...
 
+    def gather(
+        self,
+        namespace: str,
+        words: Sequence[str],
+        query: Vector | None,
+        k: int,
+        wanted: Filter,
+        now: float,
+        accept: Accept,
+    ) -> Gathered:
+        """``text_search`` for ``words`` (none: skip it) and ``vector_search`` for
+        ``query`` (None: skip it; ``accept`` sees the namespace's info first), the cosines
+        of the keyword matches, and the records of both: one read, one snapshot. Records
+        are fetched as by ``get`` (expired ones with ``wanted.include_expired``)."""
+        ...
+
     def touch(self, namespace: str, ids: Sequence[str], at: float) -> None: ...
 
     def namespaces(self, prefix: str, now: float) -> builtins.list[str]:
@@ -213,6 +253,46 @@ def check_claims(
         if info is None or (claim.model_id and not info.model_id):
             changed[namespace] = NamespaceInfo(dim=claim.dim, model_id=claim.model_id)
     return changed
+
+
+def candidate_ids(matched: Sequence[Ranked], nearest: Sequence[Ranked]) -> builtins.list[str]:
+    """The ids of both, each once, keyword matches first: the records a gather reads."""
+    return builtins.list(dict.fromkeys([id for id, _ in matched] + [id for id, _ in nearest]))
+
+
+def gather_apart(
+    backend: Backend,
+    namespace: str,
+    words: Sequence[str],
+    query: Vector | None,
+    k: int,
+    wanted: Filter,
+    now: float,
+    accept: Accept,
+) -> Gathered:
+    """``Backend.gather`` from the backend's other reads, one after the other (for a
+    backend whose reads cannot share a snapshot cheaply): cosines from the records'
+    embeddings."""
+    matched = backend.text_search(namespace, words, k, wanted, now) if words else []
+    nearest: builtins.list[Ranked] = []
+    if query is not None:
+        info = backend.namespace_info(namespace)
+        if info is not None:
+            accept(info)
+            nearest = backend.vector_search(namespace, query, k, wanted, now)
+    ids = candidate_ids(matched, nearest)
+    found = backend.get(namespace, ids, now, expired=wanted.include_expired) if ids else []
+    records = {r.id: r for r in found}
+    cosines: dict[str, float] = {}
+    if query is not None:
+        vectors = {id: records[id].embedding for id, _ in matched if id in records}
+        embedded = {id: v for id, v in vectors.items() if v is not None}
+        if embedded:
+            matrix = np.stack(builtins.list(embedded.values())).astype(np.float32)
+            norms = np.linalg.norm(matrix, axis=1)
+            dots = np.clip((matrix @ query) / np.where(norms > 0, norms, 1.0), -1.0, 1.0)
+            cosines = dict(zip(embedded, dots.tolist(), strict=True))
+    return Gathered(matched=matched, nearest=nearest, cosines=cosines, records=records)
 
 
 def check_model(namespace: str, info: NamespaceInfo, model_id: str) -> None:

@@ -21,6 +21,7 @@ from memstack.storage._vectors import normalized
 from memstack.storage.backend import (
     Backend,
     Cap,
+    Gathered,
     ModelClaim,
     NamespaceInfo,
     Page,
@@ -30,7 +31,7 @@ from memstack.storage.backend import (
     check_model,
 )
 from memstack.storage.namespace import Namespace
-from memstack.storage.types import Filter, Order, Record, ScoredRecord
+from memstack.storage.types import Filter, Order, Record, ScoredRecord, Vector
 
 __all__ = ["NamespaceLike", "RecordStore", "get_one"]
 
@@ -246,6 +247,43 @@ class RecordStore:
         if not words:
             return []
         return self.backend.text_search(name, words, k, wanted, self.clock.now())
+
+    def gather(
+        self,
+        namespace: NamespaceLike,
+        *,
+        query: str | None,
+        vector: npt.ArrayLike | None,
+        k: int,
+        filter: Filter | None = None,
+        model_id: str | None = None,
+    ) -> Gathered:
+        """``text_ids`` for ``query`` (None: no keyword half) and ``vector_ids`` for
+        ``vector`` (None: no vector half), the cosine of each keyword match, and the
+        records of both, read in one snapshot: a hybrid search's candidates. The records
+        may be the store's own objects (``Gathered.records``): copy one before changing
+        its metadata."""
+        name = _name(namespace)
+        k = check.check_positive(k, "k")
+        wanted = check.check_filter(filter)
+        words = [] if query is None else query_words(check.check_query(query))
+        unit: Vector | None = None
+        model = None if model_id is None else check.check_key(model_id, "model_id")
+        if vector is not None:
+            checked = check.check_vector(vector, "vector")
+            unit = normalized(checked)
+
+            def accept(info: NamespaceInfo) -> None:
+                check.check_query_dim(checked, info.dim)
+                if model is not None:
+                    check_model(name, info, model)
+
+        else:
+
+            def accept(info: NamespaceInfo) -> None:
+                return None
+
+        return self.backend.gather(name, words, unit, k, wanted, self.clock.now(), accept)
 
     def fetch(
         self, namespace: NamespaceLike, ids: Sequence[str], filter: Filter | None = None

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstack.storage.base import NamespaceLike, RecordStore
-from memstack.storage.types import Filter, Record
+from memstack.storage.types import Filter, Record, own_copy
 
 __all__ = ["Candidates", "HybridHit", "fused_candidates", "hybrid_candidates"]
 
@@ -71,7 +71,10 @@ class Candidates:
     """``hybrid_candidates``'s candidates as columns, in the order gathered (not ranked):
     ``records[i]`` has ``similarity[i]``, ``relevance[i]`` and ``keyword[i]`` (``keyword``
     is None when no candidate matched a query word). For a caller that ranks them again
-    and needs no object per candidate (about 90 in a recall)."""
+    and needs no object per candidate (about 90 in a recall).
+
+    The records may be the store's own objects (``RecordStore.gather``): read them, and
+    hand out ``own_copy`` of those you return. ``hits`` does."""
 
     records: list[Record]
     similarity: list[float]
@@ -79,11 +82,12 @@ class Candidates:
     relevance: list[float]
 
     def hits(self) -> list[HybridHit]:
-        """One ``HybridHit`` per candidate, most relevant first (ties in gathered order)."""
+        """One ``HybridHit`` per candidate, most relevant first (ties in gathered order),
+        each with a copy of its record."""
         order = sorted(range(len(self.records)), key=self.relevance.__getitem__, reverse=True)
         return [
             HybridHit(
-                record=self.records[i],
+                record=own_copy(self.records[i]),
                 similarity=self.similarity[i],
                 keyword=None if self.keyword is None else self.keyword[i],
                 relevance=self.relevance[i],
@@ -114,8 +118,6 @@ def fused_candidates(
     records, cosine = found.records, found.cosine
     keyword_raw = {key: max(0.0, score) for key, score in found.keyword.items()}
     best = max(keyword_raw.values(), default=0.0)
-    missing = [key for key in records if key not in cosine]
-    cosine.update(zip(missing, _cosines([records[key] for key in missing], vector), strict=True))
     similarity = [cosine[key] for key in records]
     keyword = [keyword_raw.get(key, 0.0) / best for key in records] if best > 0 else None
     if vector is None:
@@ -155,40 +157,21 @@ class _Found:
         model_id: str | None,
     ) -> None:
         """The ``pool`` best keyword matches and the ``pool`` nearest records of one
-        namespace, fetched together in one read (a record both bring is read once)."""
-        matched: list[tuple[str, float]] = []
-        nearest: list[tuple[str, float]] = []
-        if keyword_weight > 0 or vector is None:
-            matched = store.text_ids(namespace, query, k=pool, filter=filter)
-        if vector is not None:
-            nearest = store.vector_ids(namespace, vector, k=pool, filter=filter, model_id=model_id)
-        ids = list(dict.fromkeys([id for id, _ in matched] + [id for id, _ in nearest]))
-        found = store.fetch(namespace, ids, filter) if ids else {}
-        self._add(namespace, found, self.keyword, matched)
-        self._add(namespace, found, self.cosine, nearest)
-
-    def _add(
-        self,
-        namespace: NamespaceLike,
-        found: dict[str, Record],
-        scores: dict[Key, float],
-        ranked: list[tuple[str, float]],
-    ) -> None:
-        for id, score in ranked:
+        namespace, read together (``RecordStore.gather``: one snapshot, and a record both
+        bring is read once)."""
+        words = query if keyword_weight > 0 or vector is None else None
+        got = store.gather(
+            namespace, query=words, vector=vector, k=pool, filter=filter, model_id=model_id
+        )
+        found, cosines = got.records, got.cosines
+        for id, score in got.matched:
             if id in found:
-                self.records[(namespace, id)] = found[id]
-                scores[(namespace, id)] = score
-
-
-def _cosines(records: list[Record], vector: npt.NDArray[np.float32] | None) -> list[float]:
-    """Cosine of each record with ``vector`` in one matrix product (0 without embeddings)."""
-    out = [0.0] * len(records)
-    embedded = [i for i, r in enumerate(records) if r.embedding is not None]
-    if vector is None or not embedded:
-        return out
-    matrix = np.stack([records[i].embedding for i in embedded])  # type: ignore[misc]
-    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(vector))
-    dots = matrix @ vector
-    for i, dot, norm in zip(embedded, dots, norms, strict=True):
-        out[i] = float(dot / norm) if norm else 0.0
-    return out
+                key = (namespace, id)
+                self.records[key] = found[id]
+                self.keyword[key] = score
+                self.cosine[key] = cosines.get(id, 0.0)  # 0: no embedding
+        for id, score in got.nearest:
+            if id in found:
+                key = (namespace, id)
+                self.records[key] = found[id]
+                self.cosine[key] = score

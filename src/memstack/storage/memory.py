@@ -19,13 +19,16 @@ from memstack.storage import _validate as check
 from memstack.storage._keywords import KeywordIndex
 from memstack.storage._vector_rows import Mask, VectorRows
 from memstack.storage.backend import (
+    Accept,
     Cap,
+    Gathered,
     Matrix,
     NamespaceInfo,
     Page,
     Ranked,
     WriteBatch,
     WriteResult,
+    candidate_ids,
     check_claims,
     retention,
 )
@@ -152,6 +155,32 @@ class InMemoryBackend:
                 allowed = [i for i, r in space.records.items() if _matches(r, wanted, now)]
                 return space.words.search(words, k, None, allowed)
             return space.words.search(words, k, now, None)
+
+    def gather(
+        self,
+        namespace: str,
+        words: Sequence[str],
+        query: Vector | None,
+        k: int,
+        wanted: Filter,
+        now: float,
+        accept: Accept,
+    ) -> Gathered:
+        with self._lock:  # reentrant: the reads below see one snapshot
+            matched = self.text_search(namespace, words, k, wanted, now) if words else []
+            nearest: builtins.list[Ranked] = []
+            cosines: dict[str, float] = {}
+            info = None if query is None else self._info(namespace)
+            if query is not None and info is not None:
+                accept(info)
+                nearest = self.vector_search(namespace, query, k, wanted, now)
+                vectors = self._spaces[namespace].vectors
+                if vectors is not None:
+                    cosines = vectors.cosines(query, [id for id, _ in matched])
+            ids = candidate_ids(matched, nearest)
+            found = self.get(namespace, ids, now, expired=wanted.include_expired)
+        records = {r.id: r for r in found}
+        return Gathered(matched=matched, nearest=nearest, cosines=cosines, records=records)
 
     def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
         with self._lock:

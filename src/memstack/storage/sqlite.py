@@ -26,18 +26,22 @@ from memstack.clock import Clock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import _sqlite_query as q
 from memstack.storage._heap import release_heap
+from memstack.storage._keywords import KeywordIndex
 from memstack.storage._sqlite_cache import CacheDiff, NamespaceCache, namespace_counts
 from memstack.storage._sqlite_schema import migrate
-from memstack.storage._vector_rows import Mask
+from memstack.storage._vector_rows import Mask, VectorRows
 from memstack.storage.backend import (
     DAY_S,
+    Accept,
     Cap,
+    Gathered,
     Matrix,
     NamespaceInfo,
     Page,
     Ranked,
     WriteBatch,
     WriteResult,
+    candidate_ids,
     check_claims,
 )
 from memstack.storage.base import RecordStore
@@ -189,18 +193,9 @@ class SQLiteBackend:
     def get(
         self, namespace: str, ids: Sequence[str], now: float, *, expired: bool = False
     ) -> builtins.list[Record]:
-        every = Filter(ids=tuple(ids), include_expired=True, include_superseded=True)
         with self._read() as conn:
-            if not self._cache.held(conn, namespace):
-                wanted = replace(every, include_expired=expired)
-                return _selected(conn, namespace, wanted, now)
-            found, missing = self._cache.records.take(namespace, ids)
-            if missing:
-                read = _selected(conn, namespace, replace(every, ids=tuple(missing)), now)
-                found += self._cache.records.keep(namespace, read)
-        if expired:
-            return found
-        return [r for r in found if r.expires_at is None or r.expires_at > now]
+            held = self._cache.held(conn, namespace)
+            return self._records(conn, namespace, ids, now, expired, held=held, shared=False)
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
         tail = f"ORDER BY {q.ORDER_BY[page.order]} LIMIT ? OFFSET ?"
@@ -220,12 +215,7 @@ class SQLiteBackend:
             vectors = self._cache.rows(conn, namespace)
             if vectors is None:
                 return []
-            allowed: Mask | None
-            if wanted.narrows:  # the rows the database selects, hidden or not
-                allowed = vectors.where_keys(_filtered_ids(conn, namespace, wanted, now))
-            else:
-                allowed = vectors.live(now)
-            return vectors.search(query, k, allowed, exact=wanted.narrows)
+            return _nearest(conn, vectors, namespace, query, k, wanted, now)
 
     def nearest(self, namespace: str, queries: Matrix, now: float) -> builtins.list[Ranked | None]:
         with self._read() as conn:
@@ -239,10 +229,67 @@ class SQLiteBackend:
     ) -> builtins.list[Ranked]:
         with self._read() as conn:
             index = self._cache.words(conn, namespace)
-            if wanted.narrows:
-                allowed = _filtered_ids(conn, namespace, wanted, now, embedded=False)
-                return index.search(words, k, None, allowed)
-            return index.search(words, k, now, None)
+            return _matched(conn, index, namespace, words, k, wanted, now)
+
+    def gather(
+        self,
+        namespace: str,
+        words: Sequence[str],
+        query: Vector | None,
+        k: int,
+        wanted: Filter,
+        now: float,
+        accept: Accept,
+    ) -> Gathered:
+        with self._read() as conn:
+            checked = self._cache.held(conn, namespace)  # asked once for the whole read
+            matched: builtins.list[Ranked] = []
+            if words:
+                index = self._cache.words(conn, namespace, checked=checked)
+                checked = True
+                matched = _matched(conn, index, namespace, words, k, wanted, now)
+            nearest: builtins.list[Ranked] = []
+            cosines: dict[str, float] = {}
+            info = None if query is None else _info(conn, namespace)
+            if query is not None and info is not None:
+                accept(info)
+                vectors = self._cache.rows(conn, namespace, checked=checked)
+                checked = True
+                if vectors is not None:
+                    nearest = _nearest(conn, vectors, namespace, query, k, wanted, now)
+                    cosines = vectors.cosines(query, [id for id, _ in matched])
+            ids = candidate_ids(matched, nearest)
+            found = self._records(
+                conn, namespace, ids, now, wanted.include_expired, held=checked, shared=True
+            )
+        records = {r.id: r for r in found}
+        return Gathered(matched=matched, nearest=nearest, cosines=cosines, records=records)
+
+    def _records(
+        self,
+        conn: sqlite3.Connection,
+        namespace: str,
+        ids: Sequence[str],
+        now: float,
+        expired: bool,
+        *,
+        held: bool,
+        shared: bool,
+    ) -> builtins.list[Record]:
+        """``get`` inside a read; ``held``: the cache's entry for the namespace is valid in
+        it (its records may come from the memo), ``shared``: as ``RecordMemo.take``."""
+        if not ids:
+            return []
+        every = Filter(ids=tuple(ids), include_expired=True, include_superseded=True)
+        if not held:
+            return _selected(conn, namespace, replace(every, include_expired=expired), now)
+        found, missing = self._cache.records.take(namespace, ids, shared=shared)
+        if missing:
+            read = _selected(conn, namespace, replace(every, ids=tuple(missing)), now)
+            found += self._cache.records.keep(namespace, read, shared=shared)
+        if expired:
+            return found
+        return [r for r in found if r.expires_at is None or r.expires_at > now]
 
     def namespaces(self, prefix: str, now: float) -> builtins.list[str]:
         # Both bounds, so the namespace index is read only over the prefix's range (setup
@@ -394,6 +441,38 @@ def _after_prefix(prefix: str) -> str | None:
         if ord(prefix[i]) < 0x10FFFF:
             return prefix[:i] + chr(ord(prefix[i]) + 1)
     return None
+
+
+def _matched(
+    conn: sqlite3.Connection,
+    index: KeywordIndex[str],
+    namespace: str,
+    words: Sequence[str],
+    k: int,
+    wanted: Filter,
+    now: float,
+) -> builtins.list[Ranked]:
+    if wanted.narrows:
+        allowed = _filtered_ids(conn, namespace, wanted, now, embedded=False)
+        return index.search(words, k, None, allowed)
+    return index.search(words, k, now, None)
+
+
+def _nearest(
+    conn: sqlite3.Connection,
+    vectors: VectorRows[str],
+    namespace: str,
+    query: Vector,
+    k: int,
+    wanted: Filter,
+    now: float,
+) -> builtins.list[Ranked]:
+    allowed: Mask | None
+    if wanted.narrows:  # the rows the database selects, hidden or not
+        allowed = vectors.where_keys(_filtered_ids(conn, namespace, wanted, now))
+    else:
+        allowed = vectors.live(now)
+    return vectors.search(query, k, allowed, exact=wanted.narrows)
 
 
 def _info(conn: sqlite3.Connection, namespace: str) -> NamespaceInfo | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal
 
@@ -10,7 +11,16 @@ import numpy.typing as npt
 
 from memstack._json import JSON
 
-__all__ = ["Filter", "Order", "Record", "ScoredRecord", "Vector", "keyword_text", "stored_record"]
+__all__ = [
+    "Filter",
+    "Order",
+    "Record",
+    "ScoredRecord",
+    "Vector",
+    "keyword_text",
+    "own_copy",
+    "stored_record",
+]
 
 Vector = npt.NDArray[np.float32]
 """A 1-D float32 embedding."""
@@ -83,6 +93,23 @@ def stored_record(values: dict[str, Any]) -> Record:
     record = object.__new__(Record)
     record.__dict__.update(values)
     return record
+
+
+def own_copy(record: Record) -> Record:
+    """``record`` with metadata of its own (deep only when it nests lists or objects): a
+    store hands these out, so changing one never changes what it holds. Like
+    ``stored_record``, it fills the frozen dataclass's ``__dict__`` directly."""
+    metadata = record.metadata
+    copied = object.__new__(Record)
+    values = copied.__dict__
+    values.update(record.__dict__)
+    for value in metadata.values():
+        if isinstance(value, dict | list):
+            values["metadata"] = copy.deepcopy(metadata)
+            break
+    else:
+        values["metadata"] = metadata.copy()
+    return copied
 
 
 def keyword_text(text: str, context: str | None) -> str:
