@@ -15,6 +15,7 @@ import pytest
 from memstack.clock import ManualClock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import Filter, SQLiteRecordStore
+from memstack.storage._sqlite_cache import data_version
 from memstack.storage._sqlite_schema import MIGRATIONS
 from memstack.storage.sqlite import SQLiteBackend
 from tests.storage.records import ids, key, rec
@@ -262,7 +263,7 @@ def test_both_indexes_of_a_namespace_share_its_id_strings(
     reader.close()
 
 
-def test_a_warm_gather_is_one_read_that_asks_two_small_rows(path: Path) -> None:
+def test_a_warm_gather_asks_the_database_one_pragma(path: Path) -> None:
     store = SQLiteRecordStore(path)
     store.setup()
     store.upsert(
@@ -274,11 +275,12 @@ def test_a_warm_gather_is_one_read_that_asks_two_small_rows(path: Path) -> None:
     assert isinstance(backend, SQLiteBackend) and backend._conn is not None
     backend._conn.set_trace_callback(statements.append)
     got = store.gather("ns", query="Alice", vector=[1, 0], k=5, model_id="m")
+    cold = store.gather("ns", query="Alice", vector=[1, 0], k=5, filter=Filter(ids=("r1",)))
     store.close()
-    assert len(got.records) >= 5
-    assert statements[0] == "BEGIN" and statements[-1] == "COMMIT"
-    assert len(statements) == 4  # the namespace's version and its info; records from memory
-    assert not any("FROM records" in s for s in statements)
+    assert len(got.records) >= 5 and list(cold.records) == ["r1"]
+    # nothing committed by another connection since: the cached indexes and records
+    assert statements[0] == "PRAGMA data_version"  # the whole of the first gather
+    assert statements[1] == "BEGIN"  # a filtered gather reads in a transaction
 
 
 def test_a_gather_sees_what_another_instance_wrote_since(pair) -> None:
@@ -291,3 +293,62 @@ def test_a_gather_sees_what_another_instance_wrote_since(pair) -> None:
     assert [id for id, _ in again.matched] == ["tea"]  # the keyword index was reloaded
     assert again.records["tea"].metadata == {"v": 2}  # and the record read again
     assert again.cosines["tea"] == pytest.approx(0.0, abs=1e-6)  # and the vectors
+
+
+def test_gathers_see_this_stores_own_writes_between_them(path: Path, clock: ManualClock) -> None:
+    store = SQLiteRecordStore(path, clock=clock)
+    store.setup()
+    store.upsert([rec("tea", text="Alice drinks tea", embedding=[1, 0])])  # model unknown
+    got = store.gather("ns", query="Alice", vector=[1, 0], k=5, model_id="other")
+    assert list(got.records) == ["tea"]
+    for round in range(3):
+        store.gather("ns", query="Alice", vector=[1, 0], k=5)  # settles the indexes
+        store.upsert(
+            [
+                rec(
+                    f"new{round}",
+                    text="Alice drinks water",
+                    embedding=[0, 1],
+                    metadata={"r": round},
+                )
+            ],
+            model_id="m",
+        )
+        store.delete("ns", ["tea"] if round == 0 else [])
+        got = store.gather("ns", query="water", vector=[0, 1], k=5, model_id="m")
+        assert f"new{round}" in {id for id, _ in got.nearest}
+        assert {id for id, _ in got.matched} == {f"new{i}" for i in range(round + 1)}
+        assert "tea" not in got.records and got.records[f"new{round}"].metadata == {"r": round}
+        with pytest.raises(ConfigError):  # the info is the namespace's, not a stale copy
+            store.gather("ns", query="water", vector=[0, 1], k=5, model_id="other")
+    store.close()
+
+
+def test_a_gather_forgets_records_another_instance_touched(pair, clock: ManualClock) -> None:
+    a, b = pair
+    a.upsert([rec("tea", text="Alice drinks tea", embedding=[1, 0])])
+    assert a.gather("ns", query="Alice", vector=[1, 0], k=3).records["tea"].last_accessed_at is None
+    a.gather("ns", query="Alice", vector=[1, 0], k=3)  # from the settled indexes and memo
+    b.touch("ns", ["tea"], at=clock.now() + 5)
+    got = a.gather("ns", query="Alice", vector=[1, 0], k=3)
+    assert got.records["tea"].last_accessed_at == clock.now() + 5
+
+
+def test_a_commit_right_after_the_pragma_sends_a_gather_to_the_full_read(
+    pair, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    a.upsert(
+        [rec("tea", text="Alice drinks tea", embedding=[1, 0]), rec("cat", text="Alice's cat")]
+    )
+    a.gather("ns", query="Alice", vector=[1, 0], k=3)  # settles a's indexes
+    backend = a.backend
+    assert isinstance(backend, SQLiteBackend) and backend._conn is not None
+    seen = data_version(backend._conn)
+    a.touch("ns", ["tea"], at=clock.now())  # its own touch: the memo forgets "tea"
+    b.delete("ns", ["tea"])  # another connection commits...
+    # ...just after a's gather asked for the data version: it sees the one before
+    monkeypatch.setattr("memstack.storage.sqlite.data_version", lambda conn: seen)
+    got = a.gather("ns", query="Alice", vector=[1, 0], k=3)
+    assert "tea" not in {id for id, _ in got.matched + got.nearest}
+    assert list(got.records) == ["cat"]

@@ -27,7 +27,13 @@ from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import _sqlite_query as q
 from memstack.storage._heap import release_heap
 from memstack.storage._keywords import KeywordIndex
-from memstack.storage._sqlite_cache import CacheDiff, NamespaceCache, namespace_counts
+from memstack.storage._sqlite_cache import (
+    UNREAD,
+    CacheDiff,
+    NamespaceCache,
+    data_version,
+    namespace_counts,
+)
 from memstack.storage._sqlite_schema import migrate
 from memstack.storage._vector_rows import Mask, VectorRows
 from memstack.storage.backend import (
@@ -241,6 +247,10 @@ class SQLiteBackend:
         now: float,
         accept: Accept,
     ) -> Gathered:
+        if not wanted.narrows:
+            quick = self._gather_settled(namespace, words, query, k, wanted, now, accept)
+            if quick is not None:
+                return quick
         with self._read() as conn:
             checked = self._cache.held(conn, namespace)  # asked once for the whole read
             matched: builtins.list[Ranked] = []
@@ -262,7 +272,50 @@ class SQLiteBackend:
             found = self._records(
                 conn, namespace, ids, now, wanted.include_expired, held=checked, shared=True
             )
+            if checked and not wanted.narrows:
+                self._cache.settle(conn, namespace, UNREAD if query is None else info)
         records = {r.id: r for r in found}
+        return Gathered(matched=matched, nearest=nearest, cosines=cosines, records=records)
+
+    def _gather_settled(
+        self,
+        namespace: str,
+        words: Sequence[str],
+        query: Vector | None,
+        k: int,
+        wanted: Filter,
+        now: float,
+        accept: Accept,
+    ) -> Gathered | None:
+        """``gather`` from the cached indexes alone while no other connection has
+        committed since the last one checked them (``NamespaceCache.settled``): one
+        statement where a read takes four. None: do the read."""
+        with self._lock, _translated(self.path):
+            conn = self._open()
+            settled = self._cache.settled(
+                namespace, data_version(conn), words=bool(words), vectors=query is not None
+            )
+            if settled is None:
+                return None
+            matched: builtins.list[Ranked] = []
+            if words:
+                assert settled.words is not None
+                matched = _matched(conn, settled.words, namespace, words, k, wanted, now)
+            nearest: builtins.list[Ranked] = []
+            cosines: dict[str, float] = {}
+            if query is not None and settled.info is not None:
+                accept(settled.info)
+                if settled.rows is not None:
+                    nearest = _nearest(conn, settled.rows, namespace, query, k, wanted, now)
+                    cosines = settled.rows.cosines(query, [id for id, _ in matched])
+            ids = candidate_ids(matched, nearest)
+            found, missing = self._cache.records.take(namespace, ids, shared=True)
+            if missing:  # read them, in a read that finds the indexes still valid
+                with self._read() as conn:
+                    if not self._cache.held(conn, namespace):
+                        return None
+                    found = self._records(conn, namespace, ids, now, True, held=True, shared=True)
+        records = {r.id: r for r in found if r.expires_at is None or r.expires_at > now}
         return Gathered(matched=matched, nearest=nearest, cosines=cosines, records=records)
 
     def _records(
@@ -330,11 +383,7 @@ class SQLiteBackend:
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
         with self._lock, _translated(self.path):
-            if self._conn is None:
-                raise StoreUnavailable(
-                    f"the SQLite store for {self.path!r} is closed; open a new one."
-                )
-            conn = self._conn
+            conn = self._open()
             conn.execute(begin)
             try:
                 yield conn
@@ -343,6 +392,12 @@ class SQLiteBackend:
                 if conn.in_transaction:
                     conn.rollback()
                 raise
+
+    def _open(self) -> sqlite3.Connection:
+        """The connection (hold the lock)."""
+        if self._conn is None:
+            raise StoreUnavailable(f"the SQLite store for {self.path!r} is closed; open a new one.")
+        return self._conn
 
 
 class SQLiteRecordStore(RecordStore):
