@@ -193,3 +193,18 @@ def test_cosines_of_keys_are_their_rows_dot_the_query(loaded: bool) -> None:
     for key, cosine in got.items():
         assert cosine == pytest.approx(float(data[int(key[1:])] @ query), abs=1e-6)
     assert vectors.cosines(query, []) == {}
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["scan", "hnsw"])
+def test_search_scoring_is_search_and_the_cosines_of_the_keys(indexed: bool) -> None:
+    vectors = filled(3_000, ann_min_rows=1_000 if indexed else 10_000, background=False)
+    assert vectors.ann_ready is indexed or vectors.ready()
+    vectors.remove("k10")
+    query = clustered(1, seed=11)[0]
+    keys = ["k5", "k2999", "k10", "nope", "k1234"]
+    hits, cosines = vectors.search_scoring(query, 20, keys=keys)
+    assert hits == vectors.search(query, 20)
+    expected = vectors.cosines(query, keys)
+    assert list(cosines) == list(expected) == ["k5", "k2999", "k1234"]
+    assert list(cosines.values()) == pytest.approx(list(expected.values()), abs=1e-6)
+    assert vectors.search_scoring(query, 5)[1] == {}

@@ -30,7 +30,6 @@ from memstack.longterm.scoring import (
     KEYWORD_WEIGHT,
     W_IMPORTANCE,
     W_RECENCY,
-    ContextCandidate,
     ContextScores,
     ContextTerms,
     ContextWeights,
@@ -176,10 +175,14 @@ class LongTermMemory:
             model_id=self.embedder.model_id,
         )
         records, now = found.records, self.clock.now()
-        context = ContextScores(
+        metadata = [r.metadata for r in records]
+        context = ContextScores.of_columns(
             query,
-            [_context_candidate(r, rel) for r, rel in zip(records, found.relevance, strict=True)],
-            self.context_weights,
+            relevance=found.relevance,
+            texts=[r.text for r in records],
+            sessions=[_text_or_none(m.get("session_id")) for m in metadata],
+            speakers=[_text_or_none(m.get("speaker")) for m in metadata],
+            weights=self.context_weights,
         )
         relevance = np.asarray(found.relevance, dtype=np.float64)
         scores = final_scores(
@@ -678,15 +681,9 @@ def _seq(record: Record) -> int:
     return seq if isinstance(seq, int) and not isinstance(seq, bool) else -1
 
 
-def _context_candidate(record: Record, relevance: float) -> ContextCandidate:
-    metadata = record.metadata
-    session, speaker = metadata.get("session_id"), metadata.get("speaker")
-    return ContextCandidate(
-        relevance=relevance,
-        text=record.text,
-        session_id=session if isinstance(session, str) else None,
-        speaker=speaker if isinstance(speaker, str) else None,
-    )
+def _text_or_none(value: JSON | None) -> str | None:
+    """A metadata value the context terms read (``session_id``, ``speaker``): text only."""
+    return value if isinstance(value, str) else None
 
 
 def _filter(

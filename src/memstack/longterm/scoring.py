@@ -4,6 +4,7 @@ keyword relevance blended into the cosine and the context terms of a conversatio
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -89,7 +90,7 @@ class ContextCandidate(NamedTuple):
     speaker: str | None
 
 
-def _re2(pattern: str) -> Any:
+def _re2(pattern: str | bytes) -> Any:
     """A case-insensitive RE2 pattern: linear-time by construction, and about 9x faster
     than ``re`` with IGNORECASE on this alternation of words (3 vs 27 us per memory)."""
     options = re2.Options()
@@ -103,12 +104,14 @@ _TIME_QUESTION: Final = _re2(
     r"^\W{0,8}(?:when\b|how long\b|since when\b|what (?:year|month|date|day|time)\b"
     r"|how many (?:days|weeks|months|years)\b)"
 )
-_TIME_TEXT: Final = _re2(
+_TIME_WORDS: Final = (
     r"\b(?:yesterday|today|tonight|tomorrow|ago|since|last (?:week|month|year|night|weekend)"
     r"|next (?:week|month|year)|(?:1[89]|20)\d\d|january|february|march|april|may|june|july"
     r"|august|september|october|november|december|monday|tuesday|wednesday|thursday|friday"
     r"|saturday|sunday|weekend|days?|weeks?|months?|years?)\b"
 )
+_TIME_TEXT: Final = _re2(_TIME_WORDS)
+_TIME_TEXT_BYTES: Final = _re2(_TIME_WORDS.encode())
 
 
 def asks_for_time(query: str) -> bool:
@@ -123,10 +126,13 @@ def states_time(text: str) -> bool:
 
 def which_state_time(texts: Sequence[str]) -> list[bool]:
     """``states_time`` of each text, in one scan of them all (a separator no pattern
-    spans between them): one call into RE2 instead of one per text."""
-    starts = list(accumulate((len(t) + 1 for t in texts), initial=0))
+    spans between them): one call into RE2 instead of one per text. The scan is of UTF-8
+    bytes, RE2's own text: on ``str`` the binding turns every match's byte offset back into
+    characters (180 us for a recall's 86 candidates, 80 us this way)."""
+    encoded = [t.encode() for t in texts]
+    starts = list(accumulate((len(t) + 1 for t in encoded), initial=0))
     found = [False] * len(texts)
-    for match in _TIME_TEXT.finditer("\n".join(texts)):
+    for match in _TIME_TEXT_BYTES.finditer(b"\n".join(encoded)):
         found[bisect_right(starts, match.start()) - 1] = True
     return found
 
@@ -148,28 +154,57 @@ class ContextScores:
     def __init__(
         self, query: str, candidates: Sequence[ContextCandidate], weights: ContextWeights
     ) -> None:
-        best: dict[str, float] = {}
-        for c in candidates:
-            if c.session_id is not None:
-                best[c.session_id] = max(best.get(c.session_id, c.relevance), c.relevance)
-        speaker = (
-            named_speaker(query, {c.speaker for c in candidates if c.speaker})
-            if weights.speaker
-            else None
+        self._score(
+            query,
+            [c.relevance for c in candidates],
+            [c.text for c in candidates],
+            [c.session_id for c in candidates],
+            [c.speaker for c in candidates],
+            weights,
         )
+
+    @classmethod
+    def of_columns(
+        cls,
+        query: str,
+        *,
+        relevance: Sequence[float],
+        texts: Sequence[str],
+        sessions: Sequence[str | None],
+        speakers: Sequence[str | None],
+        weights: ContextWeights,
+    ) -> ContextScores:
+        """The same from one list per field (``ContextCandidate``'s), in candidate order:
+        a recall has them as columns and needs no object per candidate."""
+        scores = cls.__new__(cls)
+        scores._score(query, relevance, texts, sessions, speakers, weights)
+        return scores
+
+    def _score(
+        self,
+        query: str,
+        relevance: Sequence[float],
+        texts: Sequence[str],
+        sessions: Sequence[str | None],
+        speakers: Sequence[str | None],
+        weights: ContextWeights,
+    ) -> None:
+        best: dict[str | None, float] = {}
+        for session, r in zip(sessions, relevance, strict=True):
+            if r > best.get(session, -math.inf):
+                best[session] = r
+        best.pop(None, None)
+        speaker = named_speaker(query, {s for s in speakers if s}) if weights.speaker else None
         timed = bool(weights.time) and asks_for_time(query)
-        stated = (
-            which_state_time([c.text for c in candidates]) if timed else [False] * len(candidates)
-        )
-        self._session = [
-            weights.session * best[c.session_id] if c.session_id in best else 0.0
-            for c in candidates
-        ]
+        share = weights.session
+        self._session = [share * best[s] if s in best else 0.0 for s in sessions]
         self._speaker = [
-            weights.speaker if speaker is not None and c.speaker == speaker else 0.0
-            for c in candidates
+            weights.speaker if speaker is not None and s == speaker else 0.0 for s in speakers
         ]
-        self._time = [weights.time if t else 0.0 for t in stated]
+        if timed:
+            self._time = [weights.time if t else 0.0 for t in which_state_time(texts)]
+        else:
+            self._time = [0.0] * len(texts)
         self.lifts = [
             a + b + c for a, b, c in zip(self._session, self._speaker, self._time, strict=True)
         ]

@@ -136,19 +136,35 @@ class VectorRows(Generic[K]):
     ) -> list[tuple[K, float]]:
         """The ``k`` best ``(key, cosine)`` among live slots where ``allowed`` (a mask over
         slots; None: all). ``exact=True`` (a selective filter) never uses the index."""
+        return self.search_scoring(query, k, allowed, exact=exact)[0]
+
+    def search_scoring(
+        self,
+        query: Vector,
+        k: int,
+        allowed: Mask | None = None,
+        *,
+        exact: bool = False,
+        keys: Sequence[K] = (),
+    ) -> tuple[list[tuple[K, float]], dict[K, float]]:
+        """``search``, and ``cosines(query, keys)``: a scan has every row's cosine already
+        (a hybrid search asks for its keyword matches')."""
         if not len(self._ids):
-            return []
+            return [], {}
         mask = self._mask(allowed)
         if not exact and self._use_index():
             assert self._ann is not None
             # dead slots stay in the graph, masked: ask for more than k when there are some
             fetch = k if len(self.keys) == len(self._ids) else 2 * k
             slots, scores = self._ann.search(query, k, allowed=lambda f: mask[f], fetch=fetch)
-            return [(self._key(int(s)), float(c)) for s, c in zip(slots, scores, strict=True)]
+            hits = [(self._key(int(s)), float(c)) for s, c in zip(slots, scores, strict=True)]
+            return hits, self.cosines(query, keys) if keys else {}
         scores = np.clip(self._scores(query).astype(np.float64), -1.0, 1.0)
         rows = np.flatnonzero(mask)
         best = rows[top_k(scores[rows], k)]
-        return [(self._key(int(i)), float(scores[i])) for i in best]
+        hits = [(self._key(int(i)), float(scores[i])) for i in best]
+        pairs = zip(keys, self._ids.find(keys), strict=True)
+        return hits, {key: float(scores[slot]) for key, slot in pairs if slot is not None}
 
     def nearest(
         self, queries: npt.NDArray[np.float32], allowed: Mask | None = None

@@ -221,7 +221,7 @@ class SQLiteBackend:
             vectors = self._cache.rows(conn, namespace)
             if vectors is None:
                 return []
-            return _nearest(conn, vectors, namespace, query, k, wanted, now)
+            return _nearest(conn, vectors, namespace, query, k, wanted, now)[0]
 
     def nearest(self, namespace: str, queries: Matrix, now: float) -> builtins.list[Ranked | None]:
         with self._read() as conn:
@@ -266,8 +266,9 @@ class SQLiteBackend:
                 vectors = self._cache.rows(conn, namespace, checked=checked)
                 checked = True
                 if vectors is not None:
-                    nearest = _nearest(conn, vectors, namespace, query, k, wanted, now)
-                    cosines = vectors.cosines(query, [id for id, _ in matched])
+                    nearest, cosines = _nearest(
+                        conn, vectors, namespace, query, k, wanted, now, matched
+                    )
             ids = candidate_ids(matched, nearest)
             found = self._records(
                 conn, namespace, ids, now, wanted.include_expired, held=checked, shared=True
@@ -306,8 +307,9 @@ class SQLiteBackend:
             if query is not None and settled.info is not None:
                 accept(settled.info)
                 if settled.rows is not None:
-                    nearest = _nearest(conn, settled.rows, namespace, query, k, wanted, now)
-                    cosines = settled.rows.cosines(query, [id for id, _ in matched])
+                    nearest, cosines = _nearest(
+                        conn, settled.rows, namespace, query, k, wanted, now, matched
+                    )
             ids = candidate_ids(matched, nearest)
             found, missing = self._cache.records.take(namespace, ids, shared=True)
             if missing:  # read them, in a read that finds the indexes still valid
@@ -521,13 +523,16 @@ def _nearest(
     k: int,
     wanted: Filter,
     now: float,
-) -> builtins.list[Ranked]:
+    matched: Sequence[Ranked] = (),
+) -> tuple[builtins.list[Ranked], dict[str, float]]:
+    """The ``k`` nearest, and the cosines of the ``matched`` ids."""
     allowed: Mask | None
     if wanted.narrows:  # the rows the database selects, hidden or not
         allowed = vectors.where_keys(_filtered_ids(conn, namespace, wanted, now))
     else:
         allowed = vectors.live(now)
-    return vectors.search(query, k, allowed, exact=wanted.narrows)
+    keys = [id for id, _ in matched]
+    return vectors.search_scoring(query, k, allowed, exact=wanted.narrows, keys=keys)
 
 
 def _info(conn: sqlite3.Connection, namespace: str) -> NamespaceInfo | None:
