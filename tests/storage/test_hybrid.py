@@ -74,3 +74,13 @@ def test_changing_a_hits_record_changes_nothing_stored(store: RecordStore) -> No
         assert hit[0].record.metadata == {"tags": ["a"]}
         hit[0].record.metadata["tags"].append("b")  # type: ignore[union-attr]
         hit[0].record.metadata["new"] = 1
+
+
+def test_a_namespace_named_twice_gives_each_candidate_once(filled: RecordStore) -> None:
+    once = hybrid_candidates(
+        filled, ["ns"], query="Alice", vector=QUERY, pool=3, keyword_weight=0.3
+    )
+    twice = hybrid_candidates(
+        filled, ["ns", "ns"], query="Alice", vector=QUERY, pool=3, keyword_weight=0.3
+    )
+    assert [(h.record.id, h.relevance) for h in twice] == [(h.record.id, h.relevance) for h in once]

@@ -115,11 +115,9 @@ def fused_candidates(
     found = _Found()
     for namespace, where in zip(namespaces, wanted, strict=True):
         found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
-    records, cosine = found.records, found.cosine
-    keyword_raw = {key: max(0.0, score) for key, score in found.keyword.items()}
-    best = max(keyword_raw.values(), default=0.0)
-    similarity = [cosine[key] for key in records]
-    keyword = [keyword_raw.get(key, 0.0) / best for key in records] if best > 0 else None
+    similarity, raw = found.cosine, found.keyword
+    best = max(raw, default=0.0)
+    keyword = [score / best for score in raw] if best > 0 else None
     if vector is None:
         relevance = keyword or [0.0] * len(similarity)
     elif keyword is None:
@@ -130,7 +128,7 @@ def fused_candidates(
             for s, w in zip(similarity, keyword, strict=True)
         ]
     return Candidates(
-        records=list(records.values()), similarity=similarity, keyword=keyword, relevance=relevance
+        records=found.records, similarity=similarity, keyword=keyword, relevance=relevance
     )
 
 
@@ -139,11 +137,14 @@ Key = tuple[NamespaceLike, str]
 
 @dataclass
 class _Found:
-    """The candidates gathered so far, by (namespace, id), with their raw scores."""
+    """The candidates gathered so far as columns, in the order found: keyword matches
+    first, each (namespace, id) once, with their cosine and raw keyword score (0 when
+    not a keyword match)."""
 
-    records: dict[Key, Record] = field(default_factory=dict)
-    cosine: dict[Key, float] = field(default_factory=dict)
-    keyword: dict[Key, float] = field(default_factory=dict)
+    records: list[Record] = field(default_factory=list)
+    cosine: list[float] = field(default_factory=list)
+    keyword: list[float] = field(default_factory=list)
+    at: dict[Key, int] = field(default_factory=dict)
 
     def gather(
         self,
@@ -166,12 +167,21 @@ class _Found:
         found, cosines = got.records, got.cosines
         for id, score in got.matched:
             if id in found:
-                key = (namespace, id)
-                self.records[key] = found[id]
-                self.keyword[key] = score
-                self.cosine[key] = cosines.get(id, 0.0)  # 0: no embedding
+                self._put(namespace, found[id], max(0.0, score), cosines.get(id, 0.0))
         for id, score in got.nearest:
             if id in found:
-                key = (namespace, id)
-                self.records[key] = found[id]
-                self.cosine[key] = score
+                i = self.at.get((namespace, id))
+                if i is None:
+                    self._put(namespace, found[id], 0.0, score)
+                else:
+                    self.cosine[i] = score
+
+    def _put(self, namespace: NamespaceLike, record: Record, keyword: float, cosine: float) -> None:
+        """Add a candidate, or (a namespace named twice) update the one gathered before."""
+        i = self.at.setdefault((namespace, record.id), len(self.records))
+        if i == len(self.records):
+            self.records.append(record)
+            self.keyword.append(keyword)
+            self.cosine.append(cosine)
+        else:
+            self.records[i], self.keyword[i], self.cosine[i] = record, keyword, cosine

@@ -19,6 +19,7 @@ __all__ = [
     "Vector",
     "keyword_text",
     "own_copy",
+    "own_metadata",
     "stored_record",
 ]
 
@@ -96,20 +97,21 @@ def stored_record(values: dict[str, Any]) -> Record:
 
 
 def own_copy(record: Record) -> Record:
-    """``record`` with metadata of its own (deep only when it nests lists or objects): a
-    store hands these out, so changing one never changes what it holds. Like
-    ``stored_record``, it fills the frozen dataclass's ``__dict__`` directly."""
-    metadata = record.metadata
+    """``record`` with metadata of its own (``own_metadata``): a store hands these out, so
+    changing one never changes what it holds. Like ``stored_record``, it fills the frozen
+    dataclass's ``__dict__`` directly."""
     copied = object.__new__(Record)
-    values = copied.__dict__
-    values.update(record.__dict__)
+    copied.__dict__.update(record.__dict__)
+    copied.__dict__["metadata"] = own_metadata(record.metadata)
+    return copied
+
+
+def own_metadata(metadata: dict[str, JSON]) -> dict[str, JSON]:
+    """A copy of ``metadata``, deep only when it nests lists or objects."""
     for value in metadata.values():
         if isinstance(value, dict | list):
-            values["metadata"] = copy.deepcopy(metadata)
-            break
-    else:
-        values["metadata"] = metadata.copy()
-    return copied
+            return copy.deepcopy(metadata)
+    return metadata.copy()
 
 
 def keyword_text(text: str, context: str | None) -> str:
