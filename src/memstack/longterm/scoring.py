@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import re2
 
+from memstack._filled import filled
 from memstack.storage._text import tokenize
 
 __all__ = [
@@ -315,15 +316,18 @@ def hybrid_score(
     terms = context or ContextTerms()
     lift = terms.session + terms.speaker + terms.time
     score = final_score(relevance=relevance, lift=lift, recency=recency, importance=importance)
-    return ScoreBreakdown(
-        similarity=similarity,
-        keyword=keyword or 0.0,
-        relevance=relevance,
-        recency=recency,
-        importance=importance,
-        score=score,
-        session=terms.session,
-        speaker=terms.speaker,
-        time=terms.time,
-        provenance=provenance,
+    return filled(  # a recall makes one per memory it returns
+        ScoreBreakdown,
+        {
+            "similarity": similarity,
+            "keyword": keyword or 0.0,
+            "relevance": relevance,
+            "recency": recency,
+            "importance": importance,
+            "score": score,
+            "session": terms.session,
+            "speaker": terms.speaker,
+            "time": terms.time,
+            "provenance": provenance,
+        },
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["normalized", "top_k"]
+__all__ = ["normalized", "top_k", "unit"]
 
 
 def normalized(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -13,6 +13,13 @@ def normalized(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
     out: npt.NDArray[np.float32] = np.zeros_like(matrix)
     np.divide(matrix, norms, out=out, where=norms > 0)
+    return out
+
+
+def unit(vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """A checked vector (finite, not all zeros) scaled to length 1: ``normalized`` of one
+    vector, bit for bit (the same pairwise sum of squares) without its general-case calls."""
+    out: npt.NDArray[np.float32] = vector / np.sqrt(np.add.reduce(vector * vector))
     return out
 
 

@@ -17,7 +17,7 @@ from memstack.clock import Clock, SystemClock
 from memstack.errors import InvalidInput, NotFound
 from memstack.storage import _validate as check
 from memstack.storage._text import query_words
-from memstack.storage._vectors import normalized
+from memstack.storage._vectors import normalized, unit
 from memstack.storage.backend import (
     Backend,
     Cap,
@@ -194,7 +194,7 @@ class RecordStore:
         check.check_query_dim(query, info.dim)
         if model_id is not None:
             check_model(name, info, check.check_key(model_id, "model_id"))
-        return self.backend.vector_search(name, normalized(query), k, wanted, self.clock.now())
+        return self.backend.vector_search(name, unit(query), k, wanted, self.clock.now())
 
     def nearest(
         self,
@@ -267,11 +267,11 @@ class RecordStore:
         k = check.check_positive(k, "k")
         wanted = check.check_filter(filter)
         words = [] if query is None else query_words(check.check_query(query))
-        unit: Vector | None = None
+        query_unit: Vector | None = None
         model = None if model_id is None else check.check_key(model_id, "model_id")
         if vector is not None:
             checked = check.check_vector(vector, "vector")
-            unit = normalized(checked)
+            query_unit = unit(checked)
 
             def accept(info: NamespaceInfo) -> None:
                 check.check_query_dim(checked, info.dim)
@@ -283,7 +283,7 @@ class RecordStore:
             def accept(info: NamespaceInfo) -> None:
                 return None
 
-        return self.backend.gather(name, words, unit, k, wanted, self.clock.now(), accept)
+        return self.backend.gather(name, words, query_unit, k, wanted, self.clock.now(), accept)
 
     def fetch(
         self, namespace: NamespaceLike, ids: Sequence[str], filter: Filter | None = None
