@@ -86,3 +86,16 @@ def test_the_memo_holds_at_most_its_bound_forgetting_the_least_recent() -> None:
     assert len(memo) == 3
     assert memo.take("one", ["a", "b"])[1] == ["b"]
     assert [r.id for r in memo.take("two", ["c", "d"])[0]] == ["c", "d"]
+
+
+def test_shared_hands_out_the_held_records_or_none_if_one_is_missing() -> None:
+    memo = RecordMemo(3)
+    kept = memo.keep("ns", [rec("a"), rec("b"), rec("c")], shared=True)
+    got = memo.shared("ns", ["b", "a", "b"])
+    assert got is not None and list(got) == ["b", "a"]
+    assert got["a"] is kept[0]  # the held object itself, not a copy
+    assert memo.shared("ns", ["a", "zz"]) is None
+    assert memo.shared("other", ["a"]) is None
+    assert memo.shared("other", []) == {}
+    memo.keep("ns", [rec("d")])  # "c" was used least lately: forgotten
+    assert memo.shared("ns", ["c"]) is None and memo.shared("ns", ["a", "b", "d"]) is not None

@@ -55,6 +55,21 @@ class RecordMemo:
                 found.append(record if shared else own_copy(record))
         return found, missing
 
+    def shared(self, namespace: str, ids: Iterable[str]) -> dict[str, Record] | None:
+        """The held records of ``ids`` by id, themselves (for a reader that never changes
+        them), or None when one is not held; an id asked twice is looked up once."""
+        held = self._records.get(namespace)
+        found: dict[str, Record] = {}
+        for id in ids:
+            if id not in found:
+                record = None if held is None else held.get(id)
+                if record is None:
+                    return None
+                assert held is not None
+                held.move_to_end(id)
+                found[id] = record
+        return found
+
     def keep(
         self, namespace: str, records: Iterable[Record], *, shared: bool = False
     ) -> list[Record]:

@@ -165,23 +165,22 @@ class _Found:
             namespace, query=words, vector=vector, k=pool, filter=filter, model_id=model_id
         )
         found, cosines = got.records, got.cosines
+        records, keyword, cosine, at = self.records, self.keyword, self.cosine, self.at
         for id, score in got.matched:
             if id in found:
-                self._put(namespace, found[id], max(0.0, score), cosines.get(id, 0.0))
+                i = at.setdefault((namespace, id), len(records))
+                if i == len(records):
+                    records.append(found[id])
+                    keyword.append(max(0.0, score))
+                    cosine.append(cosines.get(id, 0.0))
+                else:  # a namespace named twice
+                    keyword[i], cosine[i] = max(0.0, score), cosines.get(id, 0.0)
         for id, score in got.nearest:
             if id in found:
-                i = self.at.get((namespace, id))
-                if i is None:
-                    self._put(namespace, found[id], 0.0, score)
+                i = at.setdefault((namespace, id), len(records))
+                if i == len(records):
+                    records.append(found[id])
+                    keyword.append(0.0)
+                    cosine.append(score)
                 else:
-                    self.cosine[i] = score
-
-    def _put(self, namespace: NamespaceLike, record: Record, keyword: float, cosine: float) -> None:
-        """Add a candidate, or (a namespace named twice) update the one gathered before."""
-        i = self.at.setdefault((namespace, record.id), len(self.records))
-        if i == len(self.records):
-            self.records.append(record)
-            self.keyword.append(keyword)
-            self.cosine.append(cosine)
-        else:
-            self.records[i], self.keyword[i], self.cosine[i] = record, keyword, cosine
+                    cosine[i] = score

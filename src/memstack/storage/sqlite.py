@@ -310,14 +310,16 @@ class SQLiteBackend:
                     nearest, cosines = _nearest(
                         conn, settled.rows, namespace, query, k, wanted, now, matched
                     )
-            ids = candidate_ids(matched, nearest)
-            found, missing = self._cache.records.take(namespace, ids, shared=True)
-            if missing:  # read them, in a read that finds the indexes still valid
+            ids = [id for id, _ in matched]
+            ids += [id for id, _ in nearest]
+            # The indexes hid what expired by now, so every hit's record is visible.
+            records = self._cache.records.shared(namespace, ids)
+            if records is None:  # read them, in a read that finds the indexes still valid
                 with self._read() as conn:
                     if not self._cache.held(conn, namespace):
                         return None
-                    found = self._records(conn, namespace, ids, now, True, held=True, shared=True)
-        records = {r.id: r for r in found if r.expires_at is None or r.expires_at > now}
+                    found = self._records(conn, namespace, ids, now, False, held=True, shared=True)
+                records = {r.id: r for r in found}
         return Gathered(matched=matched, nearest=nearest, cosines=cosines, records=records)
 
     def _records(
