@@ -292,3 +292,20 @@ def test_which_state_time_matches_states_time_text_by_text() -> None:
     assert which_state_time(texts) == [states_time(t) for t in texts]
     assert which_state_time(texts) == [True, False, False, True, False, True, True, True]
     assert which_state_time([]) == []
+
+
+def test_which_state_time_keeps_each_texts_answer_within_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memstack.longterm import scoring
+
+    monkeypatch.setattr(scoring, "_STATED", {})
+    monkeypatch.setattr(scoring, "_STATED_MAX", 4)
+    first = ["We met yesterday", "no time", "We met yesterday", "in 2020"]
+    assert scoring.which_state_time(first) == [True, False, True, True]
+    assert scoring._STATED == {"We met yesterday": True, "no time": False, "in 2020": True}
+    # known and new together; past the bound it starts over
+    mixed = ["no time", "next week", "plain", "months ago", "in 2020"]
+    assert scoring.which_state_time(mixed) == [scoring.states_time(t) for t in mixed]
+    assert len(scoring._STATED) <= 4
+    assert scoring.which_state_time(mixed) == [False, True, False, True, True]

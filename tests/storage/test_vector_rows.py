@@ -208,3 +208,18 @@ def test_search_scoring_is_search_and_the_cosines_of_the_keys(indexed: bool) -> 
     assert list(cosines) == list(expected) == ["k5", "k2999", "k1234"]
     assert list(cosines.values()) == pytest.approx(list(expected.values()), abs=1e-6)
     assert vectors.search_scoring(query, 5)[1] == {}
+
+
+def test_a_row_that_expires_is_hidden_after_compaction_too() -> None:
+    data = clustered(3_000)
+    vectors: VectorRows[str] = VectorRows(DIM)
+    for i, row in enumerate(data):
+        vectors.put(f"k{i}", row, 100.0 if i == 2_999 else None, unit=True)
+    assert vectors.live(50.0) is None  # nothing expires before 100: no mask
+    for i in range(1_500):  # past a quarter dead: the rows are compacted
+        vectors.remove(f"k{i}")
+    assert len(vectors._chunks) == 1 and len(vectors.keys) < 3_000  # renumbered
+    mask = vectors.live(150.0)
+    assert mask is not None and not mask[vectors.keys.index("k2999")]
+    hits = vectors.search(data[2_999], 3, mask)
+    assert "k2999" not in [key for key, _ in hits]

@@ -102,6 +102,7 @@ class KeywordIndex(Generic[K]):
         self._alive = bytearray()
         self._lengths = array("f")
         self._expires = array("d")
+        self._soonest = math.inf  # no row expires before it (a removed one may still count)
         self._total_length = 0
         self._segment = _Segment.empty()
         self._packed_rows = 0  # rows below this are in the segment
@@ -135,6 +136,8 @@ class KeywordIndex(Generic[K]):
         length = sum(counts.values())
         self._lengths.append(length)
         self._expires.append(math.inf if expires_at is None else expires_at)
+        if expires_at is not None:
+            self._soonest = min(self._soonest, expires_at)
         self._total_length += length
         vocab, postings = self._vocab, self._postings
         for term, tf in counts.items():
@@ -173,6 +176,7 @@ class KeywordIndex(Generic[K]):
             self._ids = KeyMap(self._ids.live_keys())
             self._lengths = array("f", np.frombuffer(self._lengths, np.float32)[keep].tobytes())
             self._expires = array("d", np.frombuffer(self._expires, np.float64)[keep].tobytes())
+            self._soonest = min(self._expires, default=math.inf)
             self._alive = bytearray(b"\x01" * len(self._ids))
         self._packed_rows = len(self._ids.keys)
         self._vocab, self._postings = {}, []
@@ -221,7 +225,7 @@ class KeywordIndex(Generic[K]):
         live = scores > 0
         if not clean:
             live &= alive
-        if now is not None:
+        if now is not None and now >= self._soonest:
             live &= np.frombuffer(self._expires, dtype=np.float64) > now
         if allowed is not None:
             keep = np.zeros(len(keys), dtype=bool)

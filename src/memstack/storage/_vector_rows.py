@@ -65,6 +65,7 @@ class VectorRows(Generic[K]):
         self._ids: KeyMap[K] = KeyMap()
         self._alive = bytearray()
         self._expires = array("d")
+        self._soonest = np.inf  # no slot expires before it (a removed one may still count)
         self._ann_min_rows = ann_min_rows
         self._background = background
         self._ann: AnnIndex | None = None
@@ -117,6 +118,8 @@ class VectorRows(Generic[K]):
         slot = self._ids.append(key)
         self._alive.append(1)
         self._expires.append(np.inf if expires_at is None else expires_at)
+        if expires_at is not None:
+            self._soonest = min(self._soonest, expires_at)
         if self._ann is not None:
             self._ann.add([slot], chunk[row : row + 1])
 
@@ -151,17 +154,21 @@ class VectorRows(Generic[K]):
         (a hybrid search asks for its keyword matches')."""
         if not len(self._ids):
             return [], {}
-        mask = self._mask(allowed)
+        clean = len(self.keys) == len(self._ids)  # no dead slot
         if not exact and self._use_index():
             assert self._ann is not None
+            mask = self._mask(allowed)
             # dead slots stay in the graph, masked: ask for more than k when there are some
-            fetch = k if len(self.keys) == len(self._ids) else 2 * k
+            fetch = k if clean else 2 * k
             slots, scores = self._ann.search(query, k, allowed=lambda f: mask[f], fetch=fetch)
             hits = [(self._key(int(s)), float(c)) for s, c in zip(slots, scores, strict=True)]
             return hits, self.cosines(query, keys) if keys else {}
         scores = np.clip(self._scores(query).astype(np.float64), -1.0, 1.0)
-        rows = np.flatnonzero(mask)
-        best = rows[top_k(scores[rows], k)]
+        if clean and allowed is None:  # every slot: no mask to apply
+            best = top_k(scores, k)
+        else:
+            rows = np.flatnonzero(self._mask(allowed))
+            best = rows[top_k(scores[rows], k)]
         hits = [(self._key(int(i)), float(scores[i])) for i in best]
         pairs = zip(keys, self._ids.find(keys), strict=True)
         return hits, {key: float(scores[slot]) for key, slot in pairs if slot is not None}
@@ -198,6 +205,8 @@ class VectorRows(Generic[K]):
 
     def live(self, now: float) -> Mask | None:
         """Slots not expired at ``now``; None when none has expired."""
+        if now < self._soonest:
+            return None
         mask = np.frombuffer(self._expires, dtype=np.float64) > now
         return None if mask.all() else mask
 
@@ -311,6 +320,7 @@ class VectorRows(Generic[K]):
         self._ids = KeyMap(self._ids.live_keys())
         self._alive = bytearray(b"\x01" * len(live))
         self._expires = array("d", expires)
+        self._soonest = min(expires, default=np.inf)
         self._first = 0
         release_heap()  # the old chunks, when the heap held them
 
