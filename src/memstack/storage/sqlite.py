@@ -253,22 +253,19 @@ class SQLiteBackend:
                 return quick
         with self._read() as conn:
             checked = self._cache.held(conn, namespace)  # asked once for the whole read
-            matched: builtins.list[Ranked] = []
+            index = None
             if words:
                 index = self._cache.words(conn, namespace, checked=checked)
                 checked = True
-                matched = _matched(conn, index, namespace, words, k, wanted, now)
-            nearest: builtins.list[Ranked] = []
-            cosines: dict[str, float] = {}
             info = None if query is None else _info(conn, namespace)
-            if query is not None and info is not None:
+            vectors = None
+            if info is not None:
                 accept(info)
                 vectors = self._cache.rows(conn, namespace, checked=checked)
                 checked = True
-                if vectors is not None:
-                    nearest, cosines = _nearest(
-                        conn, vectors, namespace, query, k, wanted, now, matched
-                    )
+            matched, nearest, cosines = _hits(
+                conn, namespace, words, index, query, vectors, k, wanted, now
+            )
             ids = candidate_ids(matched, nearest)
             found = self._records(
                 conn, namespace, ids, now, wanted.include_expired, held=checked, shared=True
@@ -298,18 +295,11 @@ class SQLiteBackend:
             )
             if settled is None:
                 return None
-            matched: builtins.list[Ranked] = []
-            if words:
-                assert settled.words is not None
-                matched = _matched(conn, settled.words, namespace, words, k, wanted, now)
-            nearest: builtins.list[Ranked] = []
-            cosines: dict[str, float] = {}
             if query is not None and settled.info is not None:
                 accept(settled.info)
-                if settled.rows is not None:
-                    nearest, cosines = _nearest(
-                        conn, settled.rows, namespace, query, k, wanted, now, matched
-                    )
+            matched, nearest, cosines = _hits(
+                conn, namespace, words, settled.words, query, settled.rows, k, wanted, now
+            )
             ids = [id for id, _ in matched]
             ids += [id for id, _ in nearest]
             # The indexes hid what expired by now, so every hit's record is visible.
@@ -500,6 +490,30 @@ def _after_prefix(prefix: str) -> str | None:
         if ord(prefix[i]) < 0x10FFFF:
             return prefix[:i] + chr(ord(prefix[i]) + 1)
     return None
+
+
+def _hits(
+    conn: sqlite3.Connection,
+    namespace: str,
+    words: Sequence[str],
+    index: KeywordIndex[str] | None,
+    query: Vector | None,
+    vectors: VectorRows[str] | None,
+    k: int,
+    wanted: Filter,
+    now: float,
+) -> tuple[builtins.list[Ranked], builtins.list[Ranked], dict[str, float]]:
+    """A gather's searches over the namespace's indexes (None: that half is skipped): the
+    keyword matches, the nearest records, and the matches' cosines."""
+    matched = (
+        []
+        if index is None or not words
+        else _matched(conn, index, namespace, words, k, wanted, now)
+    )
+    if query is None or vectors is None:
+        return matched, [], {}
+    nearest, cosines = _nearest(conn, vectors, namespace, query, k, wanted, now, matched)
+    return matched, nearest, cosines
 
 
 def _matched(
