@@ -31,7 +31,7 @@ from memstack.storage.backend import (
     check_model,
 )
 from memstack.storage.namespace import Namespace
-from memstack.storage.types import Filter, Order, Record, ScoredRecord, Vector
+from memstack.storage.types import Filter, Order, Record, ScoredRecord
 
 __all__ = ["NamespaceLike", "RecordStore", "get_one"]
 
@@ -267,22 +267,16 @@ class RecordStore:
         k = check.check_positive(k, "k")
         wanted = check.check_filter(filter)
         words = [] if query is None else query_words(check.check_query(query))
-        query_unit: Vector | None = None
         model = None if model_id is None else check.check_key(model_id, "model_id")
-        if vector is not None:
-            checked = check.check_vector(vector, "vector")
-            query_unit = unit(checked)
+        checked = None if vector is None else check.check_vector(vector, "vector")
 
-            def accept(info: NamespaceInfo) -> None:
-                check.check_query_dim(checked, info.dim)
-                if model is not None:
-                    check_model(name, info, model)
+        def accept(info: NamespaceInfo) -> None:  # the backend calls it only with a vector
+            assert checked is not None
+            check.check_query_dim(checked, info.dim)
+            if model is not None:
+                check_model(name, info, model)
 
-        else:
-
-            def accept(info: NamespaceInfo) -> None:
-                return None
-
+        query_unit = None if checked is None else unit(checked)
         return self.backend.gather(name, words, query_unit, k, wanted, self.clock.now(), accept)
 
     def fetch(
