@@ -1,8 +1,8 @@
 """Frozen dataclasses filled without their ``__init__``, for the hot paths of a recall.
 
 A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``: about
-0.15 us a field, 2.2 us for a 16-field ``RecalledMemory``, and a recall builds one per
-memory it returns plus their score breakdowns. ``filled`` writes the instance's
+0.15 us a field, 2.2 us for a 16-field ``RecalledMemory``; a recall builds one per
+memory it returns plus their score breakdowns, and a backend a ``Record`` per row read. ``filled`` writes the instance's
 ``__dict__`` in one update instead. It runs no ``__post_init__`` and converts nothing, so
 it is only for values already checked, and it must be given every field.
 """
