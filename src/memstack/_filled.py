@@ -2,9 +2,10 @@
 
 A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``: about
 0.15 us a field, 2.2 us for a 16-field ``RecalledMemory``; a recall builds one per
-memory it returns plus their score breakdowns, and a backend a ``Record`` per row read. ``filled`` writes the instance's
-``__dict__`` in one update instead. It runs no ``__post_init__`` and converts nothing, so
-it is only for values already checked, and it must be given every field.
+memory it returns plus their score breakdowns, and a backend a ``Record`` per row read.
+``filled`` writes the instance's ``__dict__`` in one update instead. It runs no
+``__post_init__`` and converts nothing, so it is only for values already checked, and it
+must be given every field.
 """
 
 from __future__ import annotations
