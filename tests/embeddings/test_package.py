@@ -5,7 +5,17 @@ import memstack.embeddings as embeddings
 
 def test_all_lists_exactly_the_public_names():
     public = {name for name in vars(embeddings) if not name.startswith("_")}
-    modules = {"base", "batching", "cache", "hashing", "local", "ollama", "openai", "settings"}
+    modules = {
+        "base",
+        "batching",
+        "cache",
+        "hashing",
+        "local",
+        "ollama",
+        "openai",
+        "settings",
+        "signal",
+    }
     assert set(embeddings.__all__) == public - modules
     assert len(embeddings.__all__) == len(set(embeddings.__all__))
 

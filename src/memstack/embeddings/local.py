@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstack.embeddings.base import Vectors, check_texts, l2_normalize
+from memstack.embeddings.signal import computing
 from memstack.errors import ConfigError, InvalidInput
 
 if TYPE_CHECKING:
@@ -186,6 +187,7 @@ def _run(session: _Session, encodings: list[Encoding]) -> Vectors:
         mask[row, : len(encoding.ids)] = 1
     feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
     feeds = {name: array for name, array in feeds.items() if name in session.input_names}
+    computing()  # the run below releases the GIL
     hidden = np.asarray(session.run([session.output_name], feeds)[0], dtype=np.float32)
     weights = mask[:, :, None].astype(np.float32)
     pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)

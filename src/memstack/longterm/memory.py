@@ -6,15 +6,19 @@ import asyncio
 import math
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Final, TypedDict
 
 import numpy as np
 
+from memstack._ahead import Ahead
 from memstack._filled import filled
 from memstack._json import JSON, to_json
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
+from memstack.embeddings.signal import when_computing
 from memstack.errors import ConfigError, InvalidInput
 from memstack.longterm.collection import Collection
 from memstack.longterm.extraction import build_extraction_messages, parse_candidates
@@ -63,7 +67,7 @@ from memstack.longterm.types import (
 from memstack.longterm.versions import Closing, close_current, closed, history
 from memstack.providers.base import ChatModel, Message
 from memstack.storage import Cap, Filter, Record, RecordStore
-from memstack.storage.hybrid import fused_candidates
+from memstack.storage.hybrid import KeywordMatches, fused_candidates, keyword_matches
 from memstack.storage.types import own_metadata
 
 __all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "SIMILAR_FLOOR", "LongTermMemory"]
@@ -121,6 +125,9 @@ class LongTermMemory:
             raise InvalidInput("keyword_weight must be from 0 to 1.", field="keyword_weight")
         self.keyword_weight = keyword_weight
         self.context_weights = context_weights or ContextWeights()
+        # Runs a recall's keyword half while its query is embedded (``_recall``); its
+        # thread starts on first use and ends with this object or ``close()``.
+        self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstack-recall")
 
     @property
     def namespace(self) -> str:
@@ -164,16 +171,37 @@ class LongTermMemory:
     def _recall(
         self, query: str, k: int, touch: bool, wanted: Filter | None
     ) -> list[RecalledMemory]:
-        vector = self.embedder.embed_batch([query])[0]
+        pool = max(4 * k, _MIN_POOL)
+        keywords: KeywordMatches | None = None
+        if self.keyword_weight > 0:
+            # The keyword half needs no vector: a helper thread reads it while the model
+            # runs (which holds no GIL), started only then, so the two never contend.
+            ahead = Ahead(
+                partial(
+                    keyword_matches,
+                    self.store,
+                    [self.namespace],
+                    query=query,
+                    pool=pool,
+                    filter=wanted,
+                ),
+                self._ahead,
+            )
+            with when_computing(ahead.start):
+                vector = self.embedder.embed_batch([query])[0]
+            keywords = ahead.result()
+        else:
+            vector = self.embedder.embed_batch([query])[0]
         found = fused_candidates(
             self.store,
             [self.namespace],
             query=query,
             vector=vector,
-            pool=max(4 * k, _MIN_POOL),
+            pool=pool,
             keyword_weight=self.keyword_weight,
             filter=wanted,
             model_id=self.embedder.model_id,
+            keywords=keywords,
         )
         records, now = found.records, self.clock.now()
         metadata = [r.metadata for r in records]
@@ -641,7 +669,8 @@ class LongTermMemory:
         return await asyncio.to_thread(self.store.delete_namespace, self.namespace)
 
     def close(self) -> None:
-        """Close the store if this memory opened it."""
+        """Close the store if this memory opened it, and end the recall helper thread."""
+        self._ahead.shutdown(wait=False)
         if self._owns_store:
             self.store.close()
 

@@ -6,6 +6,11 @@ Candidates are the ``pool`` nearest records by cosine plus the ``pool`` best key
 whatever the backend's scale; relevance is ``(1 - w)·cosine + w·keyword`` when any
 candidate matched a query word, and plain cosine otherwise. On LoCoMo this beat both
 plain rankings (README "Measured").
+
+A caller that embeds the query itself can read the keyword half first, while the query
+is being embedded (``keyword_matches``, then ``fused_candidates(..., keywords=)``): the
+two halves are then two reads instead of one snapshot, and the keyword matches' cosines
+come from their records' embeddings.
 """
 
 from __future__ import annotations
@@ -16,10 +21,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from memstack.storage._vectors import normalized, unit
+from memstack.storage.backend import Gathered
 from memstack.storage.base import NamespaceLike, RecordStore
 from memstack.storage.types import Filter, Record, own_copy
 
-__all__ = ["Candidates", "HybridHit", "fused_candidates", "hybrid_candidates"]
+__all__ = [
+    "Candidates",
+    "HybridHit",
+    "KeywordMatches",
+    "fused_candidates",
+    "hybrid_candidates",
+    "keyword_matches",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,6 +110,35 @@ class Candidates:
         ]
 
 
+@dataclass(frozen=True, kw_only=True)
+class KeywordMatches:
+    """The keyword half of a hybrid search, which needs no query vector: each
+    namespace's ``pool`` best keyword matches with their records (``keyword_matches``)."""
+
+    query: str
+    pool: int
+    gathered: tuple[Gathered, ...]
+    """One per namespace, in order."""
+
+
+def keyword_matches(
+    store: RecordStore,
+    namespaces: Sequence[NamespaceLike],
+    *,
+    query: str,
+    pool: int,
+    filter: Filter | None = None,
+    filters: Sequence[Filter | None] | None = None,
+) -> KeywordMatches:
+    """The keyword half for ``fused_candidates(..., keywords=)`` with the same arguments."""
+    wanted = _filters(namespaces, filter, filters)
+    gathered = tuple(
+        store.gather(namespace, query=query, vector=None, k=pool, filter=where)
+        for namespace, where in zip(namespaces, wanted, strict=True)
+    )
+    return KeywordMatches(query=query, pool=pool, gathered=gathered)
+
+
 def fused_candidates(
     store: RecordStore,
     namespaces: Sequence[NamespaceLike],
@@ -107,14 +150,23 @@ def fused_candidates(
     filter: Filter | None = None,
     model_id: str | None = None,
     filters: Sequence[Filter | None] | None = None,
+    keywords: KeywordMatches | None = None,
 ) -> Candidates:
-    """``hybrid_candidates`` as ``Candidates`` (columns, unranked); same arguments."""
-    wanted = [filter] * len(namespaces) if filters is None else list(filters)
-    if len(wanted) != len(namespaces):
-        raise ValueError("filters must give one filter per namespace")
+    """``hybrid_candidates`` as ``Candidates`` (columns, unranked); same arguments.
+
+    ``keywords`` (from ``keyword_matches`` with the same query, pool, namespaces and
+    filters) is the keyword half read already; only the vector half is read here."""
+    wanted = _filters(namespaces, filter, filters)
+    if keywords is not None and (
+        keywords.query != query or keywords.pool != pool or len(keywords.gathered) != len(wanted)
+    ):
+        raise ValueError("keywords must come from keyword_matches with the same arguments")
     found = _Found()
-    for namespace, where in zip(namespaces, wanted, strict=True):
-        found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
+    for i, (namespace, where) in enumerate(zip(namespaces, wanted, strict=True)):
+        if keywords is None:
+            found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
+        else:
+            found.complete(store, namespace, where, vector, pool, model_id, keywords.gathered[i])
     similarity, raw = found.cosine, found.keyword
     best = max(raw, default=0.0)
     keyword = [score / best for score in raw] if best > 0 else None
@@ -130,6 +182,17 @@ def fused_candidates(
     return Candidates(
         records=found.records, similarity=similarity, keyword=keyword, relevance=relevance
     )
+
+
+def _filters(
+    namespaces: Sequence[NamespaceLike],
+    filter: Filter | None,
+    filters: Sequence[Filter | None] | None,
+) -> list[Filter | None]:
+    wanted = [filter] * len(namespaces) if filters is None else list(filters)
+    if len(wanted) != len(namespaces):
+        raise ValueError("filters must give one filter per namespace")
+    return wanted
 
 
 Key = tuple[NamespaceLike, str]
@@ -164,6 +227,38 @@ class _Found:
         got = store.gather(
             namespace, query=words, vector=vector, k=pool, filter=filter, model_id=model_id
         )
+        self._add(namespace, got)
+
+    def complete(
+        self,
+        store: RecordStore,
+        namespace: NamespaceLike,
+        filter: Filter | None,
+        vector: npt.NDArray[np.float32] | None,
+        pool: int,
+        model_id: str | None,
+        matched: Gathered,
+    ) -> None:
+        """``gather`` with the keyword half read already (``keyword_matches``): reads the
+        nearest records, and takes the matches' cosines from their embeddings."""
+        if vector is None:
+            self._add(namespace, matched)
+            return
+        got = store.gather(
+            namespace, query=None, vector=vector, k=pool, filter=filter, model_id=model_id
+        )
+        records = {**matched.records, **got.records}
+        self._add(
+            namespace,
+            Gathered(
+                matched=matched.matched,
+                nearest=got.nearest,
+                cosines=_cosines(vector, matched, dict(got.nearest)),
+                records=records,
+            ),
+        )
+
+    def _add(self, namespace: NamespaceLike, got: Gathered) -> None:
         found, cosines = got.records, got.cosines
         records, keyword, cosine, at = self.records, self.keyword, self.cosine, self.at
         for id, score in got.matched:
@@ -184,3 +279,24 @@ class _Found:
                     cosine.append(score)
                 else:
                     cosine[i] = score
+
+
+def _cosines(
+    vector: npt.NDArray[np.float32], matched: Gathered, known: dict[str, float]
+) -> dict[str, float]:
+    """The cosine with ``vector`` of each keyword match: ``known`` (the nearest ones'), else
+    from the match's embedding, as a backend's index computes it (unit rows, unit query)."""
+    cosines = {id: known[id] for id, _ in matched.matched if id in known}
+    rest = [
+        (id, record.embedding)
+        for id, _ in matched.matched
+        if id not in known
+        and (record := matched.records.get(id)) is not None
+        and record.embedding is not None
+        and len(record.embedding) == len(vector)
+    ]
+    if rest:
+        rows = normalized(np.asarray([e for _, e in rest], dtype=np.float32))
+        dots = rows @ unit(np.asarray(vector, dtype=np.float32))
+        cosines.update(zip([id for id, _ in rest], np.clip(dots, -1.0, 1.0).tolist(), strict=True))
+    return cosines
