@@ -11,16 +11,19 @@ id, so a run against a server that outlives it can delete what it wrote.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, Literal
+from urllib.parse import urlencode
 
 import httpx
 
 from memstack.bench.report import percentiles
+from memstack.bench.wire import Connection, WireError
 
 __all__ = ["Call", "LoadReport", "Mix", "Operation", "delete_memories", "run_load"]
 
@@ -111,30 +114,34 @@ async def run_load(
     mix: Mix | None = None,
     agent_prefix: str = "bench-agent",
     seed: int = 11,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> LoadReport:
-    """Drive the server; agents are named ``<agent_prefix>-<n>`` (eight of them)."""
+    """Drive the server; agents are named ``<agent_prefix>-<n>`` (eight of them). Each
+    client keeps one lean keep-alive connection (``bench.wire``)."""
     mix = mix or Mix()
     report = LoadReport(clients=clients, seconds=0.0, requests=0, errors=0)
     latencies: dict[str, list[float]] = defaultdict(list)
     deadline = time.monotonic() + duration
-    async with _client(url, api_key, clients, transport) as http:
+    headers = {"Authorization": f"Bearer {api_key}"}
 
-        async def client(n: int) -> None:
-            rng = random.Random(seed * 1000 + n)
-            agent = f"{agent_prefix}-{n % _AGENTS}"
+    async def client(n: int) -> None:
+        rng = random.Random(seed * 1000 + n)
+        agent = f"{agent_prefix}-{n % _AGENTS}"
+        connection = Connection(url, headers)
+        try:
             while time.monotonic() < deadline and report.requests < max_requests:
                 report.requests += 1
                 call = _call(rng, agent, mix)
                 report.calls.append(call)
                 started = time.perf_counter()
-                ok = await _send(http, call, report.stored_ids)
+                ok = await _send(connection, call, report.stored_ids)
                 latencies[call.op].append((time.perf_counter() - started) * 1000)
                 report.errors += not ok
+        finally:
+            await connection.close()
 
-        started = time.monotonic()
-        await asyncio.gather(*(client(n) for n in range(clients)))
-        report.seconds = time.monotonic() - started
+    started = time.monotonic()
+    await asyncio.gather(*(client(n) for n in range(clients)))
+    report.seconds = time.monotonic() - started
     report.latencies = dict(latencies)
     return report
 
@@ -149,22 +156,26 @@ def _client(
     )
 
 
-async def _send(http: httpx.AsyncClient, call: Call, stored: set[str]) -> bool:
+async def _send(connection: Connection, call: Call, stored: set[str]) -> bool:
     try:
         if call.op == "store":
             body = {"agent_id": call.agent_id, "key": call.key, "value": call.value}
-            response = await http.post("/api/memories", json=body)
-            if response.status_code < 400:
-                stored.add(str(response.json()["id"]))
+            status, answer = await connection.request("POST", "/api/memories", _json(body))
+            if status < 400:
+                stored.add(str(json.loads(answer)["id"]))
         elif call.op == "search":
             body = {"query": call.query, "agent_id": call.agent_id}
-            response = await http.post("/api/memories/search", json=body)
+            status, _ = await connection.request("POST", "/api/memories/search", _json(body))
         else:
-            params: dict[str, str | int] = {"agent_id": call.agent_id, "limit": call.limit}
-            response = await http.get("/api/memories", params=params)
-    except httpx.HTTPError:
+            query = urlencode({"agent_id": call.agent_id, "limit": call.limit})
+            status, _ = await connection.request("GET", f"/api/memories?{query}")
+    except (WireError, ValueError, KeyError):
         return False
-    return response.status_code < 400
+    return status < 400
+
+
+def _json(body: dict[str, str]) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
 
 
 def _call(rng: random.Random, agent: str, mix: Mix) -> Call:
