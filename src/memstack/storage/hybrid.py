@@ -30,6 +30,7 @@ __all__ = [
     "Candidates",
     "HybridHit",
     "KeywordMatches",
+    "MatchRows",
     "fused_candidates",
     "hybrid_candidates",
     "keyword_matches",
@@ -111,6 +112,16 @@ class Candidates:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MatchRows:
+    """The unit embeddings of one namespace's keyword matches (those that have one of
+    the namespace's width), made ahead so the vector half needs one product for their
+    cosines."""
+
+    ids: list[str]
+    rows: npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, kw_only=True)
 class KeywordMatches:
     """The keyword half of a hybrid search, which needs no query vector: each
     namespace's ``pool`` best keyword matches with their records (``keyword_matches``)."""
@@ -119,6 +130,8 @@ class KeywordMatches:
     pool: int
     gathered: tuple[Gathered, ...]
     """One per namespace, in order."""
+    rows: tuple[MatchRows, ...]
+    """The matches' unit embeddings, one per namespace, in order."""
 
 
 def keyword_matches(
@@ -136,7 +149,21 @@ def keyword_matches(
         store.gather(namespace, query=query, vector=None, k=pool, filter=where)
         for namespace, where in zip(namespaces, wanted, strict=True)
     )
-    return KeywordMatches(query=query, pool=pool, gathered=gathered)
+    return KeywordMatches(
+        query=query, pool=pool, gathered=gathered, rows=tuple(_match_rows(g) for g in gathered)
+    )
+
+
+def _match_rows(matched: Gathered) -> MatchRows:
+    embedded = [
+        (id, record.embedding)
+        for id, _ in matched.matched
+        if (record := matched.records.get(id)) is not None and record.embedding is not None
+    ]
+    width = len(embedded[0][1]) if embedded else 0
+    embedded = [(id, e) for id, e in embedded if len(e) == width]
+    rows = np.asarray([e for _, e in embedded], dtype=np.float32).reshape(len(embedded), width)
+    return MatchRows(ids=[id for id, _ in embedded], rows=normalized(rows))
 
 
 def fused_candidates(
@@ -166,7 +193,16 @@ def fused_candidates(
         if keywords is None:
             found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
         else:
-            found.complete(store, namespace, where, vector, pool, model_id, keywords.gathered[i])
+            found.complete(
+                store,
+                namespace,
+                where,
+                vector,
+                pool,
+                model_id,
+                keywords.gathered[i],
+                keywords.rows[i],
+            )
     similarity, raw = found.cosine, found.keyword
     best = max(raw, default=0.0)
     keyword = [score / best for score in raw] if best > 0 else None
@@ -238,6 +274,7 @@ class _Found:
         pool: int,
         model_id: str | None,
         matched: Gathered,
+        rows: MatchRows,
     ) -> None:
         """``gather`` with the keyword half read already (``keyword_matches``): reads the
         nearest records, and takes the matches' cosines from their embeddings."""
@@ -253,7 +290,7 @@ class _Found:
             Gathered(
                 matched=matched.matched,
                 nearest=got.nearest,
-                cosines=_cosines(vector, matched, dict(got.nearest)),
+                cosines=_cosines(vector, rows, dict(got.nearest)),
                 records=records,
             ),
         )
@@ -282,21 +319,13 @@ class _Found:
 
 
 def _cosines(
-    vector: npt.NDArray[np.float32], matched: Gathered, known: dict[str, float]
+    vector: npt.NDArray[np.float32], matches: MatchRows, known: dict[str, float]
 ) -> dict[str, float]:
     """The cosine with ``vector`` of each keyword match: ``known`` (the nearest ones'), else
     from the match's embedding, as a backend's index computes it (unit rows, unit query)."""
-    cosines = {id: known[id] for id, _ in matched.matched if id in known}
-    rest = [
-        (id, record.embedding)
-        for id, _ in matched.matched
-        if id not in known
-        and (record := matched.records.get(id)) is not None
-        and record.embedding is not None
-        and len(record.embedding) == len(vector)
-    ]
-    if rest:
-        rows = normalized(np.asarray([e for _, e in rest], dtype=np.float32))
-        dots = rows @ unit(np.asarray(vector, dtype=np.float32))
-        cosines.update(zip([id for id, _ in rest], np.clip(dots, -1.0, 1.0).tolist(), strict=True))
+    if not matches.ids or matches.rows.shape[1] != len(vector):
+        return {id: known[id] for id in matches.ids if id in known}
+    dots = np.clip(matches.rows @ unit(np.asarray(vector, dtype=np.float32)), -1.0, 1.0)
+    cosines = dict(zip(matches.ids, dots.tolist(), strict=True))
+    cosines.update((id, known[id]) for id in matches.ids if id in known)
     return cosines
