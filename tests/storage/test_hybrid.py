@@ -139,3 +139,13 @@ def test_a_keyword_half_read_for_other_arguments_is_refused(
             keywords=keywords,
             **arguments,
         )
+
+
+def test_a_keyword_half_is_left_out_of_a_pure_cosine_search(filled: RecordStore) -> None:
+    keywords = keyword_matches(filled, ["ns"], query="Alice", pool=2)
+    plain = fused_candidates(filled, ["ns"], query="Alice", vector=QUERY, pool=2, keyword_weight=0)
+    ahead = fused_candidates(
+        filled, ["ns"], query="Alice", vector=QUERY, pool=2, keyword_weight=0, keywords=keywords
+    )
+    assert [r.id for r in ahead.records] == [r.id for r in plain.records] == ["tea", "coffee"]
+    assert ahead.keyword is None

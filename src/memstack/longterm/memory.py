@@ -92,7 +92,8 @@ class LongTermMemory:
     Every write path (``remember``, ``remember_many``, ``remember_conversation``)
     runs the secret filter over the text and the metadata (keys and values), then
     near-duplicate dedupe, then upsert, then eviction.
-    Storage and embedding work runs in a worker thread, off the event loop.
+    Storage and embedding work runs in a worker thread, off the event loop; a recall's
+    keyword half runs on a helper thread of its own while the query is embedded.
     """
 
     def __init__(

@@ -188,6 +188,8 @@ def fused_candidates(
         keywords.query != query or keywords.pool != pool or len(keywords.gathered) != len(wanted)
     ):
         raise ValueError("keywords must come from keyword_matches with the same arguments")
+    if keywords is not None and vector is not None and keyword_weight <= 0:
+        keywords = None  # a pure-cosine search has no keyword half (see _Found.gather)
     found = _Found()
     for i, (namespace, where) in enumerate(zip(namespaces, wanted, strict=True)):
         if keywords is None:
