@@ -1,13 +1,16 @@
-"""Ahead: work that may start early on a helper thread, and runs exactly once."""
+"""Ahead: work that may start early on a helper thread, and runs exactly once; IdleHelper:
+the one-thread executor whose thread ends when idle."""
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from memstack._ahead import Ahead
+from memstack._ahead import Ahead, IdleHelper
 
 
 def _recorded(calls: list[str], value: int) -> int:
@@ -71,3 +74,48 @@ def test_a_shut_down_executor_leaves_the_work_to_the_caller() -> None:
     ahead = Ahead(lambda: "here", pool)
     ahead.start()
     assert ahead.result() == "here"
+
+
+def _wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def test_the_idle_helper_runs_work_on_its_thread_and_ends_it_when_idle() -> None:
+    helper = IdleHelper(name="helper-test", idle_s=0.05)
+    assert not helper.running  # no thread before the first work
+    assert helper.submit(lambda: threading.current_thread().name).result(5) == "helper-test"
+    assert _wait_until(lambda: not helper.running)  # idle past idle_s: the thread ended
+    assert not any(t.name == "helper-test" for t in threading.enumerate())
+    failed = helper.submit(lambda: 1 // 0)  # a new thread for new work
+    with pytest.raises(ZeroDivisionError):
+        failed.result(5)
+    helper.shutdown()
+    assert not helper.running
+
+
+def test_a_shut_down_idle_helper_refuses_work_and_ahead_runs_it_inline() -> None:
+    helper = IdleHelper(name="helper-test", idle_s=30)
+    assert helper.submit(lambda: 2).result(5) == 2
+    helper.shutdown()
+    assert not helper.running  # shutdown ends an idle thread at once
+    with pytest.raises(RuntimeError, match="shutdown"):
+        helper.submit(lambda: 3)
+    ahead = Ahead(lambda: 4, helper)
+    ahead.start()
+    assert ahead.result() == 4
+
+
+def test_shutdown_can_cancel_queued_work() -> None:
+    helper = IdleHelper(name="helper-test", idle_s=30)
+    release = threading.Event()
+    helper.submit(release.wait, 5)
+    queued = helper.submit(lambda: "never")
+    helper.shutdown(wait=False, cancel_futures=True)
+    release.set()
+    assert queued.cancelled()
+    assert _wait_until(lambda: not helper.running)

@@ -6,14 +6,13 @@ import asyncio
 import math
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Final, TypedDict
 
 import numpy as np
 
-from memstack._ahead import Ahead
+from memstack._ahead import Ahead, IdleHelper
 from memstack._filled import filled
 from memstack._json import JSON, to_json
 from memstack.clock import Clock, SystemClock
@@ -127,8 +126,8 @@ class LongTermMemory:
         self.keyword_weight = keyword_weight
         self.context_weights = context_weights or ContextWeights()
         # Runs a recall's keyword half while its query is embedded (``_recall``); its
-        # thread starts on first use and ends with this object or ``close()``.
-        self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstack-recall")
+        # thread starts when needed and ends after 30 s without recalls, or at ``close()``.
+        self._ahead = IdleHelper(name="memstack-recall")
 
     @property
     def namespace(self) -> str:
