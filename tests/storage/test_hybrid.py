@@ -93,8 +93,8 @@ def test_keyword_half_read_ahead_gives_the_same_candidates_and_reads_the_rest(
         filled, ["ns"], query="Alice", vector=QUERY, pool=2, keyword_weight=0.3
     )
     keywords = keyword_matches(filled, ["ns"], query="Alice", pool=2)
-    assert sorted(keywords.gathered[0].records) == ["rust", "tea"]  # the matches, read
-    assert keywords.gathered[0].nearest == []  # no vector half yet
+    assert sorted(keywords.halves[0].gathered.records) == ["rust", "tea"]  # the matches, read
+    assert keywords.halves[0].gathered.nearest == []  # no vector half yet
     gathered: list[tuple[bool, bool]] = []
     original = filled.backend.gather
 

@@ -29,8 +29,8 @@ from memstack.storage.types import Filter, Record, own_copy
 __all__ = [
     "Candidates",
     "HybridHit",
+    "KeywordHalf",
     "KeywordMatches",
-    "MatchRows",
     "fused_candidates",
     "hybrid_candidates",
     "keyword_matches",
@@ -112,11 +112,12 @@ class Candidates:
 
 
 @dataclass(frozen=True, kw_only=True)
-class MatchRows:
-    """The unit embeddings of one namespace's keyword matches (those that have one of
-    the namespace's width), made ahead so the vector half needs one product for their
-    cosines."""
+class KeywordHalf:
+    """One namespace's keyword matches with their records, and their unit embeddings
+    (those of the namespace's width), made ahead so that the vector half needs one
+    product for their cosines."""
 
+    gathered: Gathered
     ids: list[str]
     rows: npt.NDArray[np.float32]
 
@@ -124,14 +125,12 @@ class MatchRows:
 @dataclass(frozen=True, kw_only=True)
 class KeywordMatches:
     """The keyword half of a hybrid search, which needs no query vector: each
-    namespace's ``pool`` best keyword matches with their records (``keyword_matches``)."""
+    namespace's ``pool`` best keyword matches (``keyword_matches``)."""
 
     query: str
     pool: int
-    gathered: tuple[Gathered, ...]
+    halves: tuple[KeywordHalf, ...]
     """One per namespace, in order."""
-    rows: tuple[MatchRows, ...]
-    """The matches' unit embeddings, one per namespace, in order."""
 
 
 def keyword_matches(
@@ -144,17 +143,14 @@ def keyword_matches(
     filters: Sequence[Filter | None] | None = None,
 ) -> KeywordMatches:
     """The keyword half for ``fused_candidates(..., keywords=)`` with the same arguments."""
-    wanted = _filters(namespaces, filter, filters)
-    gathered = tuple(
-        store.gather(namespace, query=query, vector=None, k=pool, filter=where)
-        for namespace, where in zip(namespaces, wanted, strict=True)
+    halves = tuple(
+        _keyword_half(store.gather(namespace, query=query, vector=None, k=pool, filter=where))
+        for namespace, where in zip(namespaces, _filters(namespaces, filter, filters), strict=True)
     )
-    return KeywordMatches(
-        query=query, pool=pool, gathered=gathered, rows=tuple(_match_rows(g) for g in gathered)
-    )
+    return KeywordMatches(query=query, pool=pool, halves=halves)
 
 
-def _match_rows(matched: Gathered) -> MatchRows:
+def _keyword_half(matched: Gathered) -> KeywordHalf:
     embedded = [
         (id, record.embedding)
         for id, _ in matched.matched
@@ -163,7 +159,7 @@ def _match_rows(matched: Gathered) -> MatchRows:
     width = len(embedded[0][1]) if embedded else 0
     embedded = [(id, e) for id, e in embedded if len(e) == width]
     rows = np.asarray([e for _, e in embedded], dtype=np.float32).reshape(len(embedded), width)
-    return MatchRows(ids=[id for id, _ in embedded], rows=normalized(rows))
+    return KeywordHalf(gathered=matched, ids=[id for id, _ in embedded], rows=normalized(rows))
 
 
 def fused_candidates(
@@ -185,26 +181,15 @@ def fused_candidates(
     filters) is the keyword half read already; only the vector half is read here."""
     wanted = _filters(namespaces, filter, filters)
     if keywords is not None and (
-        keywords.query != query or keywords.pool != pool or len(keywords.gathered) != len(wanted)
+        keywords.query != query or keywords.pool != pool or len(keywords.halves) != len(wanted)
     ):
         raise ValueError("keywords must come from keyword_matches with the same arguments")
-    if keywords is not None and vector is not None and keyword_weight <= 0:
-        keywords = None  # a pure-cosine search has no keyword half (see _Found.gather)
     found = _Found()
     for i, (namespace, where) in enumerate(zip(namespaces, wanted, strict=True)):
-        if keywords is None:
-            found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
+        if keywords is not None and _reads_keywords(keyword_weight, vector):
+            found.complete(store, namespace, where, vector, pool, model_id, keywords.halves[i])
         else:
-            found.complete(
-                store,
-                namespace,
-                where,
-                vector,
-                pool,
-                model_id,
-                keywords.gathered[i],
-                keywords.rows[i],
-            )
+            found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
     similarity, raw = found.cosine, found.keyword
     best = max(raw, default=0.0)
     keyword = [score / best for score in raw] if best > 0 else None
@@ -220,6 +205,11 @@ def fused_candidates(
     return Candidates(
         records=found.records, similarity=similarity, keyword=keyword, relevance=relevance
     )
+
+
+def _reads_keywords(keyword_weight: float, vector: npt.NDArray[np.float32] | None) -> bool:
+    """A search reads keyword matches unless it is pure cosine (weight 0, a vector)."""
+    return keyword_weight > 0 or vector is None
 
 
 def _filters(
@@ -261,7 +251,7 @@ class _Found:
         """The ``pool`` best keyword matches and the ``pool`` nearest records of one
         namespace, read together (``RecordStore.gather``: one snapshot, and a record both
         bring is read once)."""
-        words = query if keyword_weight > 0 or vector is None else None
+        words = query if _reads_keywords(keyword_weight, vector) else None
         got = store.gather(
             namespace, query=words, vector=vector, k=pool, filter=filter, model_id=model_id
         )
@@ -275,11 +265,11 @@ class _Found:
         vector: npt.NDArray[np.float32] | None,
         pool: int,
         model_id: str | None,
-        matched: Gathered,
-        rows: MatchRows,
+        half: KeywordHalf,
     ) -> None:
         """``gather`` with the keyword half read already (``keyword_matches``): reads the
         nearest records, and takes the matches' cosines from their embeddings."""
+        matched = half.gathered
         if vector is None:
             self._add(namespace, matched)
             return
@@ -292,7 +282,7 @@ class _Found:
             Gathered(
                 matched=matched.matched,
                 nearest=got.nearest,
-                cosines=_cosines(vector, rows, dict(got.nearest)),
+                cosines=_cosines(vector, half, dict(got.nearest)),
                 records=records,
             ),
         )
@@ -321,7 +311,7 @@ class _Found:
 
 
 def _cosines(
-    vector: npt.NDArray[np.float32], matches: MatchRows, known: dict[str, float]
+    vector: npt.NDArray[np.float32], matches: KeywordHalf, known: dict[str, float]
 ) -> dict[str, float]:
     """The cosine with ``vector`` of each keyword match: ``known`` (the nearest ones'), else
     from the match's embedding, as a backend's index computes it (unit rows, unit query)."""
