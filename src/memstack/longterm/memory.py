@@ -6,6 +6,7 @@ import asyncio
 import math
 import uuid
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Final, TypedDict
@@ -172,26 +173,17 @@ class LongTermMemory:
         self, query: str, k: int, touch: bool, wanted: Filter | None
     ) -> list[RecalledMemory]:
         pool = max(4 * k, _MIN_POOL)
-        keywords: KeywordMatches | None = None
+        # The keyword half needs no vector: a helper thread reads it while the model runs
+        # (which holds no GIL), started only then, so the two never contend.
+        ahead: Ahead[KeywordMatches] | None = None
         if self.keyword_weight > 0:
-            # The keyword half needs no vector: a helper thread reads it while the model
-            # runs (which holds no GIL), started only then, so the two never contend.
-            ahead = Ahead(
-                partial(
-                    keyword_matches,
-                    self.store,
-                    [self.namespace],
-                    query=query,
-                    pool=pool,
-                    filter=wanted,
-                ),
-                self._ahead,
+            read = partial(
+                keyword_matches, self.store, [self.namespace], query=query, pool=pool, filter=wanted
             )
-            with when_computing(ahead.start):
-                vector = self.embedder.embed_batch([query])[0]
-            keywords = ahead.result()
-        else:
+            ahead = Ahead(read, self._ahead)
+        with when_computing(ahead.start) if ahead else nullcontext():
             vector = self.embedder.embed_batch([query])[0]
+        keywords = ahead.result() if ahead else None
         found = fused_candidates(
             self.store,
             [self.namespace],
