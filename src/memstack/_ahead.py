@@ -121,11 +121,11 @@ class IdleHelper(Executor):
     def _serve(self) -> None:
         while True:
             with self._lock:
-                while not self._queue:
-                    if self._closed or not self._work.wait(self._idle_s):
-                        if not self._queue:  # idle too long, or shut down: end
-                            self._thread = None
-                            return
+                while not self._queue and not self._closed and self._work.wait(self._idle_s):
+                    pass  # woken: look at the queue again
+                if not self._queue:  # idle too long, or shut down: end
+                    self._thread = None
+                    return
                 future, call = self._queue.popleft()
             if future.set_running_or_notify_cancel():
                 try:
