@@ -134,10 +134,15 @@ def check_order(value: object) -> Order:
 def check_vector(value: object, field: str) -> Vector:
     """A read-only 1-D float32 copy of ``value``: finite, 1..MAX_DIM long, not all zeros."""
     if isinstance(value, np.ndarray) and value.dtype == np.float32 and value.ndim == 1:
-        if 1 <= value.shape[0] <= MAX_DIM:  # the common case: one copy, two reductions
+        if 1 <= value.shape[0] <= MAX_DIM:  # the common case: one copy, one dot product
             array = value.copy()
-            top, bottom = float(array.max()), float(array.min())  # NaN shows in both
-            if math.isfinite(top) and math.isfinite(bottom) and (top or bottom):
+            # Squares are >= 0, so a NaN or infinite value makes the sum NaN or infinite,
+            # and a finite non-zero sum means a finite vector that is not all zeros. A
+            # sum that overflows or underflows float32 proves nothing: the checks below
+            # decide it.
+            with np.errstate(over="ignore", invalid="ignore"):
+                squares = float(np.dot(array, array))
+            if math.isfinite(squares) and squares > 0.0:
                 array.flags.writeable = False
                 return array
     try:
