@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput
-from memstack.storage.types import Filter, Order, Record, Vector
+from memstack.storage.types import Filter, Order, Record, Vector, stored_record
 
 MAX_KEY_BYTES = 1024
 MAX_DIM = 16_000
@@ -274,29 +274,39 @@ def check_record(record: object, field: str) -> Record:
             "record stops being valid after it starts.",
             field=f"{field}.valid_to",
         )
-    return Record(
-        id=check_key(record.id, f"{field}.id"),
-        namespace=check_key(record.namespace, f"{field}.namespace"),
-        text=check_text(record.text, f"{field}.text"),
-        metadata=check_metadata(record.metadata, f"{field}.metadata"),
-        kind=None if kind is None else check_key(kind, f"{field}.kind"),
-        importance=float(importance),
-        created_at=created_at,
-        updated_at=check_time(record.updated_at, f"{field}.updated_at"),
-        last_accessed_at=check_optional_time(record.last_accessed_at, f"{field}.last_accessed_at"),
-        expires_at=check_optional_time(record.expires_at, f"{field}.expires_at"),
-        embedding=(
-            None
-            if record.embedding is None
-            else check_vector(record.embedding, f"{field}.embedding")
-        ),
-        context=None if record.context is None else check_text(record.context, f"{field}.context"),
-        valid_from=valid_from,
-        valid_to=valid_to,
-        superseded_by=_optional_key(record.superseded_by, f"{field}.superseded_by"),
-        closed_reason=_optional_key(record.closed_reason, f"{field}.closed_reason"),
-        provenance=_optional_key(record.provenance, f"{field}.provenance"),
-        provenance_detail=_optional_key(record.provenance_detail, f"{field}.provenance_detail"),
+    # Every field is given, so the record is made without the frozen dataclass's
+    # __init__ (stored_record: 0.6 us against 4 us, of about 8 us a record here).
+    return stored_record(
+        {
+            "id": check_key(record.id, f"{field}.id"),
+            "namespace": check_key(record.namespace, f"{field}.namespace"),
+            "text": check_text(record.text, f"{field}.text"),
+            "metadata": check_metadata(record.metadata, f"{field}.metadata"),
+            "kind": None if kind is None else check_key(kind, f"{field}.kind"),
+            "importance": float(importance),
+            "created_at": created_at,
+            "updated_at": check_time(record.updated_at, f"{field}.updated_at"),
+            "last_accessed_at": check_optional_time(
+                record.last_accessed_at, f"{field}.last_accessed_at"
+            ),
+            "expires_at": check_optional_time(record.expires_at, f"{field}.expires_at"),
+            "embedding": (
+                None
+                if record.embedding is None
+                else check_vector(record.embedding, f"{field}.embedding")
+            ),
+            "context": (
+                None if record.context is None else check_text(record.context, f"{field}.context")
+            ),
+            "valid_from": valid_from,
+            "valid_to": valid_to,
+            "superseded_by": _optional_key(record.superseded_by, f"{field}.superseded_by"),
+            "closed_reason": _optional_key(record.closed_reason, f"{field}.closed_reason"),
+            "provenance": _optional_key(record.provenance, f"{field}.provenance"),
+            "provenance_detail": _optional_key(
+                record.provenance_detail, f"{field}.provenance_detail"
+            ),
+        }
     )
 
 
