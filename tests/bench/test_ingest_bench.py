@@ -1,9 +1,15 @@
+import asyncio
 import json
 from pathlib import Path
 
+import numpy as np
 from click.testing import CliRunner
 
+from memstack.bench.ingest import UPSERT_ROWS, run_ingest
 from memstack.cli import main
+from memstack.clock import SystemClock
+from memstack.embeddings import HashEmbedder
+from memstack.storage.sqlite import SQLiteRecordStore
 
 
 def _locomo_file(path: Path) -> Path:
@@ -51,6 +57,7 @@ def test_bench_ingest_writes_its_json(tmp_path: Path):
     assert [r["texts"] for r in report["runs"]] == ["locomo", "short"]
     for run in report["runs"]:
         assert run["n"] == 20
+        assert run["upsert_n"] == 10_000  # the 20 texts repeated, not one batch of 20
         for rate in ("remember_per_s", "remember_many_per_s", "embed_per_s", "upsert_per_s"):
             assert run[rate] > 0
         assert run["remember_many_to_embed"] > 0
@@ -92,3 +99,23 @@ def test_a_missing_locomo_file_is_a_one_line_error_naming_data(tmp_path: Path):
     assert result.exit_code == 1
     assert "--data" in result.output and len(result.output.strip().splitlines()) == 1
     assert "Traceback" not in result.output
+
+
+def test_the_upsert_rate_is_measured_over_ten_thousand_records_of_the_texts(tmp_path: Path):
+    texts = [f"Ana planted {i} tomato seedlings on day {i}." for i in range(20)]
+    embedder = HashEmbedder()
+    store = SQLiteRecordStore(tmp_path / "ingest.db")
+    store.setup()
+    try:
+        result = asyncio.run(
+            run_ingest("short", texts, store=store, embedder=embedder, clock=SystemClock())
+        )
+        [namespace] = [ns for ns in store.namespaces() if ns.endswith("upsert")]
+        assert store.count(namespace) == UPSERT_ROWS == result.upsert_n == 10_000
+        [row] = store.get(namespace, ["u1234"])
+        assert row.text == texts[1234 % 20]  # the texts repeated, each with its own vector
+        assert row.embedding is not None
+        expected = np.asarray(embedder.embed_batch([texts[14]]), dtype=np.float32)[0]
+        assert np.allclose(row.embedding, expected, atol=1e-6)
+    finally:
+        store.close()

@@ -344,7 +344,7 @@ def ingest(
 ) -> None:
     """Memories/s of remember (one at a time), remember_many (batches, dedupe on), the
     embedder alone, and upsert with vectors given, on a temporary SQLite store."""
-    from memstack.bench.ingest import run_ingest
+    from memstack.bench.ingest import UPSERT_ROWS, run_ingest
     from memstack.bench.locomo_data import load_locomo
     from memstack.bench.report import format_table, write_json
     from memstack.bench.setup import open_bench_embedder, open_bench_store
@@ -373,7 +373,7 @@ def ingest(
     results = []
     with open_bench_store("sqlite") as store:
         for name, texts in sets.items():
-            with progress_bar(6 * len(texts), name) as bar:
+            with progress_bar(5 * len(texts) + UPSERT_ROWS, name) as bar:
                 run = run_ingest(
                     name,
                     texts,
