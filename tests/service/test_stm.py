@@ -4,6 +4,7 @@ tests; then what only Redis has: its key layout, no orphans, and a server that d
 from __future__ import annotations
 
 import os
+import random
 import signal
 import sys
 import threading
@@ -16,7 +17,7 @@ import pytest
 import redis
 
 from memstack.errors import ConfigError, InvalidInput, StoreUnavailable
-from memstack.service.stm import InProcessTier, ShortTermTier
+from memstack.service.stm import InProcessTier, ShortTermTier, newest_first
 from memstack.service.stm_redis import STATE_TTL_S, KeyLayout, RedisTier
 from memstack.service.types import GLOBAL_BUCKET, Memory, Scope, memory_id
 from tests.servers import free_port, running_redis
@@ -584,3 +585,13 @@ def test_without_the_redis_library_the_error_names_the_extra(
     monkeypatch.setitem(sys.modules, "redis", None)
     with pytest.raises(ConfigError, match=r'pip install "memstack\[redis\]"'):
         RedisTier.from_url("redis://127.0.0.1:6379/0")
+
+
+def test_ties_on_updated_at_go_by_id_in_utf8_byte_order_descending() -> None:
+    """As a Redis sorted set read in reverse orders equal scores: by the members' bytes."""
+    rng = random.Random(5)
+    alphabet = ["a", "Z", "0", "~", "é", "ÿ", "Ā", "中", "\uffff", "😀", "\U0010fffd"]
+    ids = {"".join(rng.choices(alphabet, k=rng.randint(1, 4))) for _ in range(300)}
+    memories = [replace(mem("k"), id=i, updated_at=T0 + (n % 3)) for n, i in enumerate(ids)]
+    expected = sorted(memories, key=lambda m: (m.updated_at, m.id.encode()), reverse=True)
+    assert [m.id for m in newest_first(memories)] == [m.id for m in expected]

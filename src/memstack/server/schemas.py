@@ -7,6 +7,7 @@ them from the domain values, so the JSON field names live here once.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -346,7 +347,11 @@ class Health(BaseModel):
     short_term: Literal["ok", "unavailable"]
 
 
+@lru_cache(maxsize=8_192)
 def iso(ts: float) -> str:
+    """``ts`` as ISO 8601 UTC with milliseconds. Remembered: a listing or search answers
+    with three times a memory, and the same memories come back request after request
+    (2.6 us to format, 0.1 us to look up)."""
     return (
         datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     )

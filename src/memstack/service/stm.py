@@ -226,8 +226,9 @@ class _State:
 
 def newest_first(memories: Iterable[Memory]) -> list[Memory]:
     """The tiers' one order: ``updated_at`` descending, then id descending (as a Redis
-    sorted set read in reverse)."""
-    return sorted(memories, key=lambda m: (m.updated_at, m.id.encode()), reverse=True)
+    sorted set read in reverse: by UTF-8 bytes, which order strings as their code points
+    do, so the ids compare as they are)."""
+    return sorted(memories, key=lambda m: (m.updated_at, m.id), reverse=True)
 
 
 def latest_by_id(memories: Iterable[Memory]) -> list[Memory]:
