@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import FrozenInstanceError
 
 import pytest
@@ -41,3 +42,14 @@ def test_filled_refuses_a_missing_or_unknown_field() -> None:
         filled(ScoreBreakdown, missing)
     with pytest.raises(AssertionError, match="extra"):
         filled(ScoreBreakdown, _values(extra=1))
+
+
+def test_a_kept_instance_has_the_compact_dict_init_makes() -> None:
+    """kept=True: the dict shares its keys with the class's other instances (a store that
+    keeps 100k records holds about 21 MB less than with dicts of their own)."""
+    by_init = ScoreBreakdown(**_values())  # type: ignore[arg-type]
+    shuffled = dict(reversed(_values().items()))  # the order given does not matter
+    kept = filled(ScoreBreakdown, shuffled, kept=True)
+    assert kept == by_init
+    assert sys.getsizeof(kept.__dict__) == sys.getsizeof(by_init.__dict__)
+    assert list(kept.__dict__) == list(by_init.__dict__)

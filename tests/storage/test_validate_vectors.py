@@ -4,6 +4,7 @@ still refuse what the general path refuses and keep what it keeps."""
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -122,3 +123,10 @@ def test_each_checked_vector_of_a_batch_is_an_array_of_its_own() -> None:
     batch = check_batch(_records(*np.eye(3, dtype=np.float32)))
     for record in batch.records:
         assert record.embedding is not None and record.embedding.base is None
+
+
+def test_a_checked_record_has_the_compact_dict_of_one_init_makes() -> None:
+    given = _records(np.asarray([0.6, 0.8], dtype=np.float32))[0]
+    [checked] = check_batch([given]).records
+    assert checked == given
+    assert sys.getsizeof(checked.__dict__) == sys.getsizeof(given.__dict__)
