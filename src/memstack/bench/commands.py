@@ -343,7 +343,7 @@ def ingest(
     out: Path | None,
 ) -> None:
     """Memories/s of remember (one at a time), remember_many (batches, dedupe on), the
-    embedder alone, and upsert with vectors given, on a temporary SQLite store."""
+    embedder alone, and upsert of 10,000 records with vectors given, on a temporary SQLite store."""
     from memstack.bench.ingest import UPSERT_ROWS, run_ingest
     from memstack.bench.locomo_data import load_locomo
     from memstack.bench.report import format_table, write_json
