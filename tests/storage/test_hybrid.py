@@ -149,3 +149,30 @@ def test_a_keyword_half_is_left_out_of_a_pure_cosine_search(filled: RecordStore)
     )
     assert [r.id for r in ahead.records] == [r.id for r in plain.records] == ["tea", "coffee"]
     assert ahead.keyword is None
+
+
+def test_ranked_copies_a_record_only_when_its_hit_is_taken(
+    filled: RecordStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memstack.storage.hybrid as hybrid
+
+    copied: list[str] = []
+    original = hybrid.own_copy
+
+    def own_copy(record: Any) -> Any:
+        copied.append(record.id)
+        return original(record)
+
+    monkeypatch.setattr(hybrid, "own_copy", own_copy)
+    found = fused_candidates(
+        filled, ["ns"], query="Alice", vector=QUERY, pool=4, keyword_weight=0.3
+    )
+    ranked = found.ranked()
+    first, second = next(ranked), next(ranked)
+    assert copied == [first.record.id, second.record.id] == ["tea", "coffee"]
+    assert len(found.records) == 4  # two more candidates, never copied
+    assert [h.record.id for h in found.hits()] == [h.record.id for h in _hits(filled)]
+
+
+def _hits(store: RecordStore) -> list[Any]:
+    return hybrid_candidates(store, ["ns"], query="Alice", vector=QUERY, pool=4, keyword_weight=0.3)

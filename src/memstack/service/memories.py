@@ -53,7 +53,7 @@ from memstack.service.types import (
     memory_id,
 )
 from memstack.storage import Filter, Record, RecordStore
-from memstack.storage.hybrid import hybrid_candidates
+from memstack.storage.hybrid import fused_candidates
 
 __all__ = [
     "DEFAULT_LTM_MAX_ENTRIES",
@@ -498,7 +498,7 @@ class MemoryService:
     ) -> builtins.list[SearchHit]:
         vector = None if mode == "text" else self.embedder.embed_batch([query])[0]
         # One fusion over every bucket's candidates: keyword scores share one scale.
-        hits = hybrid_candidates(
+        hits = fused_candidates(
             self.long_term.records,
             [self.long_term.namespace(tenant, bucket) for bucket in buckets],
             query=query,
@@ -507,7 +507,7 @@ class MemoryService:
             keyword_weight=0.0 if mode == "semantic" else KEYWORD_WEIGHT,
             filters=[where.filter_for(bucket) for bucket in buckets],
             model_id=self.embedder.model_id,
-        )
+        ).ranked()
         out: list[SearchHit] = []
         for hit in hits:
             if mode == "text" and not hit.keyword:

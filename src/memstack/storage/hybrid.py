@@ -15,7 +15,7 @@ come from their records' embeddings.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -99,16 +99,20 @@ class Candidates:
     def hits(self) -> list[HybridHit]:
         """One ``HybridHit`` per candidate, most relevant first (ties in gathered order),
         each with a copy of its record."""
+        return list(self.ranked())
+
+    def ranked(self) -> Iterator[HybridHit]:
+        """``hits`` one at a time, each record copied only when its hit is taken: a caller
+        that keeps the first ``limit`` of a pool four times as large copies no more (a
+        service search copied 40 records' nested metadata to return 10)."""
         order = sorted(range(len(self.records)), key=self.relevance.__getitem__, reverse=True)
-        return [
-            HybridHit(
+        for i in order:
+            yield HybridHit(
                 record=own_copy(self.records[i]),
                 similarity=self.similarity[i],
                 keyword=None if self.keyword is None else self.keyword[i],
                 relevance=self.relevance[i],
             )
-            for i in order
-        ]
 
 
 @dataclass(frozen=True, kw_only=True)
