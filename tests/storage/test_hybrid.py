@@ -154,16 +154,15 @@ def test_a_keyword_half_is_left_out_of_a_pure_cosine_search(filled: RecordStore)
 def test_ranked_copies_a_record_only_when_its_hit_is_taken(
     filled: RecordStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memstack.storage.hybrid as hybrid
+    from memstack.storage.types import own_copy as original
 
     copied: list[str] = []
-    original = hybrid.own_copy
 
     def own_copy(record: Any) -> Any:
         copied.append(record.id)
         return original(record)
 
-    monkeypatch.setattr(hybrid, "own_copy", own_copy)
+    monkeypatch.setattr("memstack.storage.hybrid.own_copy", own_copy)
     found = fused_candidates(
         filled, ["ns"], query="Alice", vector=QUERY, pool=4, keyword_weight=0.3
     )
