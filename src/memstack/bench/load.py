@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 
 import httpx
 
+from memstack._json import JSON, dumps
 from memstack.bench.report import percentiles
 from memstack.bench.wire import Connection, WireError
 
@@ -159,23 +160,21 @@ def _client(
 async def _send(connection: Connection, call: Call, stored: set[str]) -> bool:
     try:
         if call.op == "store":
-            body = {"agent_id": call.agent_id, "key": call.key, "value": call.value}
-            status, answer = await connection.request("POST", "/api/memories", _json(body))
+            body: JSON = {"agent_id": call.agent_id, "key": call.key, "value": call.value}
+            status, answer = await connection.request("POST", "/api/memories", dumps(body).encode())
             if status < 400:
                 stored.add(str(json.loads(answer)["id"]))
         elif call.op == "search":
             body = {"query": call.query, "agent_id": call.agent_id}
-            status, _ = await connection.request("POST", "/api/memories/search", _json(body))
+            status, _ = await connection.request(
+                "POST", "/api/memories/search", dumps(body).encode()
+            )
         else:
             query = urlencode({"agent_id": call.agent_id, "limit": call.limit})
             status, _ = await connection.request("GET", f"/api/memories?{query}")
     except (WireError, ValueError, KeyError):
         return False
     return status < 400
-
-
-def _json(body: dict[str, str]) -> bytes:
-    return json.dumps(body, separators=(",", ":")).encode()
 
 
 def _call(rng: random.Random, agent: str, mix: Mix) -> Call:
