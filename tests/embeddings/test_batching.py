@@ -1,6 +1,7 @@
 """BatchingEmbedder: concurrent callers share inner calls and each gets exactly its rows."""
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -85,6 +86,75 @@ def test_the_next_batch_runs_while_the_previous_one_is_still_running():
         np.testing.assert_array_equal(result, HashEmbedder(dim=32).embed_batch([f"text {i}"]))
 
 
+class GatedEmbedder(RecordingEmbedder):
+    """Records each batch as its call starts; the first call waits until ``release`` is
+    set, and the most calls ever inside at once is kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first_inside = threading.Event()
+        self.release = threading.Event()
+        self._count_lock = threading.Lock()
+        self._inside = 0
+        self.most_inside = 0
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        with self._count_lock:
+            self._inside += 1
+            self.most_inside = max(self.most_inside, self._inside)
+            first = not self.first_inside.is_set()
+        try:
+            with self._lock:
+                self.batches.append(list(texts))
+            if first:
+                self.first_inside.set()
+                assert self.release.wait(30)
+            return self._inner.embed_batch(texts)
+        finally:
+            with self._count_lock:
+                self._inside -= 1
+
+
+def test_with_one_lane_texts_arriving_during_a_call_wait_and_go_in_one_batch():
+    inner = GatedEmbedder()
+    batching = BatchingEmbedder(inner, max_wait_ms=0, max_batch=64, max_running=1)
+    with ThreadPoolExecutor(4) as pool:
+        first = pool.submit(batching.embed_batch, ["first"])
+        assert inner.first_inside.wait(30)
+        # Three callers arrive while the only lane is busy: none of them may start a call.
+        later = [pool.submit(batching.embed_batch, [f"later {i}"]) for i in range(3)]
+        deadline = time.monotonic() + 30
+        while batching._queued < 3 and time.monotonic() < deadline:  # all three queued
+            time.sleep(0.001)
+        time.sleep(0.05)  # room for a wrongly started call to show up
+        assert inner.batches == [["first"]]
+        inner.release.set()
+        results = [first.result(30), *(f.result(30) for f in later)]
+    assert inner.most_inside == 1
+    assert inner.batches[0] == ["first"]
+    assert sorted(inner.batches[1]) == ["later 0", "later 1", "later 2"]
+    alone = HashEmbedder(dim=32)
+    for text, result in zip(["first", "later 0", "later 1", "later 2"], results, strict=True):
+        np.testing.assert_array_equal(result, alone.embed_batch([text]))
+
+
+def test_a_failed_call_frees_its_lane():
+    inner = RecordingEmbedder(fail_on="boom")
+    batching = BatchingEmbedder(inner, max_wait_ms=0, max_running=1)
+    with pytest.raises(StoreUnavailable):
+        batching.embed_batch(["boom"])
+    # Were the lane still counted as busy, this call would wait forever: it runs on a
+    # daemon thread, so a stuck call fails the test instead of hanging it.
+    results: list[Vectors] = []
+    caller = threading.Thread(
+        target=lambda: results.append(batching.embed_batch(["fine"])), daemon=True
+    )
+    caller.start()
+    caller.join(timeout=10)
+    assert not caller.is_alive(), "the call after a failed one never ran"
+    assert results[0].shape == (1, 32)
+
+
 def test_an_inner_error_reaches_every_caller_of_that_batch():
     inner = RecordingEmbedder(fail_on="boom")
     batching = BatchingEmbedder(inner, max_wait_ms=10_000, max_batch=2)
@@ -140,6 +210,9 @@ def test_the_local_model_batched_across_threads_matches_it_alone(local_embedder)
         ({"max_wait_ms": float("nan")}, "max_wait_ms"),
         ({"max_batch": 0}, "max_batch"),
         ({"max_batch": True}, "max_batch"),
+        ({"max_running": 0}, "max_running"),
+        ({"max_running": True}, "max_running"),
+        ({"max_running": 1.5}, "max_running"),
     ],
 )
 def test_bad_settings_are_refused(kwargs, field):

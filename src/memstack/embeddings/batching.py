@@ -11,9 +11,11 @@ texts beyond that stay queued for the next batch) and steps down, so the next ba
 can be collected while this one runs. It then runs the inner call without the lock
 held and hands every caller in the batch its rows, or the inner call's error. Each
 caller loops until its own texts are done, collecting and running batches as needed.
-Inner calls may overlap (the local model runs concurrent calls on separate cores).
-Each caller's texts are checked before they are queued, so one bad item never fails
-another caller's batch.
+Inner calls may overlap (the local model runs concurrent calls on separate cores), up
+to ``max_running`` at once: with a limit, texts that arrive while every lane is busy
+wait for one to free and then go in one batch, so batches grow with the load instead of
+the calls multiplying. Each caller's texts are checked before they are queued, so one
+bad item never fails another caller's batch.
 """
 
 from __future__ import annotations
@@ -74,12 +76,20 @@ class _Slice:
 
 class BatchingEmbedder:
     """Merges concurrent ``embed_batch`` calls into calls of ``inner`` of at most
-    ``max_batch`` texts; a caller waits at most ``max_wait_ms`` for others to join.
+    ``max_batch`` texts; a caller waits at most ``max_wait_ms`` for others to join, and
+    at most ``max_running`` inner calls run at once (None: no limit).
 
     Same ``dim`` and ``model_id`` as ``inner``; each caller gets exactly its own rows.
     """
 
-    def __init__(self, inner: Embedder, *, max_wait_ms: float = 3.0, max_batch: int = 64) -> None:
+    def __init__(
+        self,
+        inner: Embedder,
+        *,
+        max_wait_ms: float = 3.0,
+        max_batch: int = 64,
+        max_running: int | None = None,
+    ) -> None:
         if (
             isinstance(max_wait_ms, bool)
             or not isinstance(max_wait_ms, int | float)
@@ -93,15 +103,24 @@ class BatchingEmbedder:
             raise InvalidInput(
                 f"max_batch is {max_batch!r}; pass a whole number >= 1.", field="max_batch"
             )
+        if max_running is not None and (
+            isinstance(max_running, bool) or not isinstance(max_running, int) or max_running < 1
+        ):
+            raise InvalidInput(
+                f"max_running is {max_running!r}; pass a whole number >= 1, or None for no limit.",
+                field="max_running",
+            )
         self.inner = inner
         self.max_wait_ms = float(max_wait_ms)
         self.max_batch = max_batch
+        self.max_running = max_running
         self._lock = threading.Lock()
         self._arrivals = threading.Condition(self._lock)  # the collector waits for company
         self._progress = threading.Condition(self._lock)  # the others wait for their rows
         self._pending: deque[_Request] = deque()
         self._queued = 0  # texts in _pending not yet handed to a batch
         self._collecting = False
+        self._running = 0  # inner calls taken and not yet finished
 
     @property
     def dim(self) -> int:
@@ -133,15 +152,21 @@ class BatchingEmbedder:
         """A batch for this caller to run, or None once its own texts are done."""
         with self._lock:
             while not request.done:
-                if request.waiting and not self._collecting:
+                if request.waiting and not self._collecting and self._lane_free():
                     self._collecting = True
                     try:
-                        return self._take_batch()
+                        batch = self._take_batch()
+                        self._running += 1
+                        return batch
                     finally:
                         self._collecting = False
                         self._progress.notify_all()  # another caller may collect the next
                 self._progress.wait()
             return None
+
+    def _lane_free(self) -> bool:
+        """Another inner call may start (lock held)."""
+        return self.max_running is None or self._running < self.max_running
 
     def _take_batch(self) -> list[_Slice]:
         """Up to ``max_batch`` texts off the front of the queue, once it is full or old enough.
@@ -168,7 +193,16 @@ class BatchingEmbedder:
         return batch
 
     def _run(self, batch: list[_Slice]) -> None:
-        """One inner call over ``batch``; its rows, or its error, go to every caller in it."""
+        """One inner call over ``batch``; its rows, or its error, go to every caller in it.
+        Its lane is free again when it returns, however it ends."""
+        try:
+            self._embed(batch)
+        finally:
+            with self._lock:
+                self._running -= 1
+                self._progress.notify_all()  # a caller may collect for the freed lane
+
+    def _embed(self, batch: list[_Slice]) -> None:
         texts = [text for s in batch for text in s.request.texts[s.start : s.stop]]
         try:
             vectors = self.inner.embed_batch(texts)

@@ -89,9 +89,13 @@ def serve(
         try:
             _prepare(services, settings)
             if settings.workers == 1:
-                from memstack.server.app import create_app
+                from memstack.server.app import REQUEST_THREADS, create_app
 
-                app = create_app(services, max_body_bytes=settings.max_body_bytes)
+                app = create_app(
+                    services,
+                    max_body_bytes=settings.max_body_bytes,
+                    request_threads=REQUEST_THREADS,
+                )
                 _run(app, settings, listening)
         finally:
             services.close()

@@ -397,7 +397,6 @@ class MemoryService:
         limit, offset = _check_page(limit, offset, MAX_LIST_LIMIT)
         as_of, include_superseded = check_validity(as_of, include_superseded)
         wanted = check_provenances(provenances)
-        buckets = await asyncio.to_thread(self._buckets, principal, agent_id, scope)
         where = _Where(
             scope=scope,
             session_id=session_id,
@@ -407,7 +406,12 @@ class MemoryService:
             include_superseded=include_superseded,
             provenances=wanted,
         )
-        return await asyncio.to_thread(self._list, principal.tenant, buckets, where, limit, offset)
+
+        def listed() -> MemoryPage:  # one thread hop for the buckets and the page
+            buckets = self._buckets(principal, agent_id, scope)
+            return self._list(principal.tenant, buckets, where, limit, offset)
+
+        return await asyncio.to_thread(listed)
 
     def _buckets(
         self, principal: Principal, agent_id: str | None, scope: Scope | None
@@ -474,7 +478,6 @@ class MemoryService:
         limit, _ = _check_page(limit, 0, MAX_SEARCH_LIMIT)
         as_of, _ = check_validity(as_of, False)
         wanted = check_provenances(provenances)
-        buckets = await asyncio.to_thread(self._buckets, principal, agent_id, scope)
         where = _Where(
             scope=scope,
             session_id=session_id,
@@ -483,9 +486,12 @@ class MemoryService:
             as_of=as_of,
             provenances=wanted,
         )
-        return await asyncio.to_thread(
-            self._search, principal.tenant, buckets, where, query, mode, limit
-        )
+
+        def searched() -> builtins.list[SearchHit]:  # one thread hop for buckets and search
+            buckets = self._buckets(principal, agent_id, scope)
+            return self._search(principal.tenant, buckets, where, query, mode, limit)
+
+        return await asyncio.to_thread(searched)
 
     def _search(
         self,
