@@ -34,13 +34,18 @@ def services(tmp_path: Path) -> Iterator[Services]:
     services.close()
 
 
-@pytest.fixture
-def keys(services: Services) -> Keys:
+def make_keys(services: Services) -> Keys:
+    """Keys of two tenants, and one of acme's limited to the agent ``bot``."""
     return Keys(
         acme=services.keys.create(tenant="acme")[0],
         other=services.keys.create(tenant="other")[0],
         acme_bot_only=services.keys.create(tenant="acme", agents=["bot"])[0],
     )
+
+
+@pytest.fixture
+def keys(services: Services) -> Keys:
+    return make_keys(services)
 
 
 @pytest.fixture

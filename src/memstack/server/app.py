@@ -16,6 +16,7 @@ from memstack.inspector import inspector_router
 from memstack.mcp.http import mount_mcp
 from memstack.server.docs import mount_docs
 from memstack.server.errors import BodyLimit, install_error_handlers
+from memstack.server.hot_routes import HotRoutes
 from memstack.server.routes import api_routes, health_route
 from memstack.server.services import Services, services_from_settings
 from memstack.server.settings import ServerSettings
@@ -41,13 +42,16 @@ def create_app(
     max_body_bytes: int = 1_048_576,
     owns_services: bool = False,
     request_threads: int | None = None,
+    hot_routes: bool = True,
 ) -> FastAPI:
     """The REST API over ``services``.
 
     The caller owns and closes the services, unless ``owns_services``: then the app
     closes them when it shuts down. ``request_threads`` gives the event loop the app
     runs on a default executor of that many threads when it starts (``memstack serve``
-    passes ``REQUEST_THREADS``); None leaves the loop's own.
+    passes ``REQUEST_THREADS``); None leaves the loop's own. ``hot_routes`` answers
+    storing and searching memories without FastAPI's per-request machinery, with the
+    same answers (``memstack.server.hot_routes``); False sends them through FastAPI.
     """
 
     @asynccontextmanager
@@ -78,6 +82,8 @@ def create_app(
     mount_docs(app)
     app.include_router(inspector_router())  # /ui: the web inspector's static page
     mount_mcp(app, services)  # /mcp: the MCP server, behind the same Bearer keys
+    if hot_routes:
+        app.add_middleware(HotRoutes, services=services)  # inside BodyLimit: added first
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     return app
 

@@ -21,7 +21,14 @@ from memstack.errors import ConfigError, InvalidInput, NotFound, StoreUnavailabl
 from memstack.server.schemas import ErrorResponse
 from memstack.service.principal import Forbidden
 
-__all__ = ["BodyLimit", "error_response", "error_responses", "install_error_handlers"]
+__all__ = [
+    "SERVICE_ERRORS",
+    "BodyLimit",
+    "error_response",
+    "error_responses",
+    "install_error_handlers",
+    "service_error_response",
+]
 
 _NOT_JSON = "the request body is not valid JSON; send a JSON object."
 _EMPTY = "the request body is empty; send a JSON object."
@@ -97,6 +104,35 @@ def error_response(
     return JSONResponse({"error": body}, status_code=status, headers=headers)
 
 
+SERVICE_ERRORS: tuple[type[Exception], ...] = (
+    Forbidden,
+    NotFound,
+    InvalidInput,
+    StoreUnavailable,
+    ConfigError,
+)
+"""The errors of the services that have an answer of their own; any other is a 500."""
+
+
+def service_error_response(exc: Exception) -> JSONResponse | None:
+    """The answer to an error the services raised, or None if it is not one of
+    ``SERVICE_ERRORS``. The most specific class decides: ``Forbidden`` and ``NotFound``
+    are ``InvalidInput`` too."""
+    if isinstance(exc, Forbidden):
+        return error_response(403, "forbidden", str(exc), exc.field)
+    if isinstance(exc, NotFound):
+        return error_response(404, "not_found", str(exc), exc.field)
+    if isinstance(exc, InvalidInput):
+        return error_response(422, "invalid_input", str(exc), exc.field)
+    if isinstance(exc, StoreUnavailable):
+        _log.error("store unavailable: %s", exc)
+        return error_response(503, "unavailable", f"a backing store is unavailable: {exc}")
+    if isinstance(exc, ConfigError):
+        _log.error("configuration error: %s", exc)
+        return error_response(500, "config_error", str(exc))
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -111,27 +147,14 @@ def install_error_handlers(app: FastAPI) -> None:
         message = "; ".join(f"{d['field']}: {d['message']}" for d in details[:5])
         return error_response(422, "invalid_input", message, field, details=details)
 
-    @app.exception_handler(Forbidden)
-    async def forbidden(request: Request, exc: Forbidden) -> JSONResponse:
-        return error_response(403, "forbidden", str(exc), exc.field)
+    async def service_error(request: Request, exc: Exception) -> JSONResponse:
+        response = service_error_response(exc)
+        if response is None:  # registered only for the classes it answers
+            raise exc
+        return response
 
-    @app.exception_handler(NotFound)
-    async def not_found(request: Request, exc: NotFound) -> JSONResponse:
-        return error_response(404, "not_found", str(exc), exc.field)
-
-    @app.exception_handler(InvalidInput)
-    async def invalid_input(request: Request, exc: InvalidInput) -> JSONResponse:
-        return error_response(422, "invalid_input", str(exc), exc.field)
-
-    @app.exception_handler(StoreUnavailable)
-    async def unavailable(request: Request, exc: StoreUnavailable) -> JSONResponse:
-        _log.error("store unavailable: %s", exc)
-        return error_response(503, "unavailable", f"a backing store is unavailable: {exc}")
-
-    @app.exception_handler(ConfigError)
-    async def misconfigured(request: Request, exc: ConfigError) -> JSONResponse:
-        _log.error("configuration error: %s", exc)
-        return error_response(500, "config_error", str(exc))
+    for error in SERVICE_ERRORS:
+        app.add_exception_handler(error, service_error)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -48,11 +48,11 @@ from memstack.server.schemas import (
 )
 from memstack.server.services import Services
 from memstack.service import knowledge as kb
-from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET
+from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemoryService
 from memstack.service.principal import Principal
 from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
 
-__all__ = ["api_routes", "health_route"]
+__all__ = ["api_routes", "health_route", "searched", "stored"]
 
 IdParam = Annotated[str, Query(min_length=1, max_length=128, description=ID_RULE)]
 MemoryId = Annotated[str, Path(max_length=200, description="A memory's id (mem_...).")]
@@ -80,19 +80,7 @@ def _memory_routes(services: Services) -> APIRouter:
     @router.post("/memories", status_code=201, responses=error_responses(*_ALWAYS, *_BODY, 403))
     async def store_memory(body: MemoryCreate, caller: Caller) -> MemoryOut:
         """Store a memory; the same (agent_id, scope, key) again updates it."""
-        memory = await memories.store(
-            caller,
-            agent_id=body.agent_id,
-            key=body.key,
-            value=body.value,
-            scope=body.scope,
-            session_id=body.session_id,
-            metadata=body.metadata,
-            ttl=body.ttl,
-            provenance=body.provenance,
-            provenance_detail=body.provenance_detail,
-        )
-        return memory_out(memory)
+        return await stored(memories, caller, body)
 
     @router.get("/memories", responses=error_responses(*_ALWAYS, 403, 422))
     async def list_memories(
@@ -151,19 +139,7 @@ def _memory_routes(services: Services) -> APIRouter:
     async def search_memories(body: SearchRequest, caller: Caller) -> SearchResults:
         """Full-text, semantic or hybrid (default) search of the current versions, or of
         those valid ``as_of`` a moment."""
-        hits = await memories.search(
-            caller,
-            body.query,
-            agent_id=body.agent_id,
-            scope=body.scope,
-            session_id=body.session_id,
-            key=body.key,
-            mode=body.mode,
-            limit=body.limit,
-            as_of=body.as_of,
-            provenances=body.provenances,
-        )
-        return SearchResults(results=[hit_out(h) for h in hits])
+        return await searched(memories, caller, body)
 
     @router.get("/memories/{memory_id}", responses=error_responses(*_ALWAYS, 404, 422))
     async def get_memory(memory_id: MemoryId, caller: Caller) -> MemoryOut:
@@ -195,6 +171,42 @@ def _memory_routes(services: Services) -> APIRouter:
         return Deleted(deleted=True, id=removed.id)
 
     return router
+
+
+async def stored(memories: MemoryService, caller: Principal, body: MemoryCreate) -> MemoryOut:
+    """What ``POST /api/memories`` answers (also ``hot_routes``)."""
+    memory = await memories.store(
+        caller,
+        agent_id=body.agent_id,
+        key=body.key,
+        value=body.value,
+        scope=body.scope,
+        session_id=body.session_id,
+        metadata=body.metadata,
+        ttl=body.ttl,
+        provenance=body.provenance,
+        provenance_detail=body.provenance_detail,
+    )
+    return memory_out(memory)
+
+
+async def searched(
+    memories: MemoryService, caller: Principal, body: SearchRequest
+) -> SearchResults:
+    """What ``POST /api/memories/search`` answers (also ``hot_routes``)."""
+    hits = await memories.search(
+        caller,
+        body.query,
+        agent_id=body.agent_id,
+        scope=body.scope,
+        session_id=body.session_id,
+        key=body.key,
+        mode=body.mode,
+        limit=body.limit,
+        as_of=body.as_of,
+        provenances=body.provenances,
+    )
+    return SearchResults(results=[hit_out(h) for h in hits])
 
 
 def _context_routes(services: Services) -> APIRouter:

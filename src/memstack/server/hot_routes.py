@@ -1,0 +1,157 @@
+"""The two busiest routes, answered without FastAPI's per-request machinery.
+
+``POST /api/memories`` and ``POST /api/memories/search`` are half and a third of a memory
+server's requests in ``memstack bench server``'s default mix. For each, FastAPI resolves
+the route and its dependencies, validates the body, then validates and serializes the
+answer again through its response model: in a ``py-spy --gil`` profile under that load,
+uvicorn, Starlette and FastAPI held the GIL about half the time.
+
+``HotRoutes`` answers these two directly over ASGI, with what the FastAPI routes use:
+the same Bearer keys (``ApiKeys.authenticate``), the same request models, the same
+service calls and answers (``routes.stored``, ``routes.searched``) and the same error
+bodies (``errors.service_error_response``). A request it cannot be sure to answer as
+FastAPI would goes on to the FastAPI app unchanged, its body included, and is answered
+there as before:
+
+- another method or path, or a ``root_path``;
+- no ``Content-Type: application/json``;
+- no Bearer key, or one that does not authenticate (FastAPI answers the 401);
+- a body that is not JSON, or that the request model refuses (FastAPI answers the
+  400 or 422 with every field's error).
+
+It sits inside ``BodyLimit``, so an oversized body is refused with 413 while it reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+from pydantic import BaseModel, ValidationError
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memstack.server.errors import service_error_response
+from memstack.server.routes import searched, stored
+from memstack.server.schemas import MemoryCreate, SearchRequest
+from memstack.server.services import Services
+from memstack.service.api_keys import ApiKeys
+from memstack.service.memories import MemoryService
+from memstack.service.principal import Principal
+
+__all__ = ["HotRoutes"]
+
+_Answer = Callable[[MemoryService, Principal, BaseModel], Awaitable[BaseModel]]
+
+
+async def _store(memories: MemoryService, caller: Principal, body: BaseModel) -> BaseModel:
+    assert isinstance(body, MemoryCreate)
+    return await stored(memories, caller, body)
+
+
+async def _search(memories: MemoryService, caller: Principal, body: BaseModel) -> BaseModel:
+    assert isinstance(body, SearchRequest)
+    return await searched(memories, caller, body)
+
+
+# (method, path): the request model, the answer, its status.
+_ROUTES: Final[dict[tuple[str, str], tuple[type[BaseModel], _Answer, int]]] = {
+    ("POST", "/api/memories"): (MemoryCreate, _store, 201),
+    ("POST", "/api/memories/search"): (SearchRequest, _search, 200),
+}
+
+
+class HotRoutes:
+    """ASGI middleware: the routes of ``_ROUTES`` over ``services``; the rest to ``app``."""
+
+    def __init__(self, app: ASGIApp, *, services: Services) -> None:
+        self.app = app
+        self.keys: ApiKeys = services.keys
+        self.memories: MemoryService = services.memories
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route = _route(scope)
+        token = _bearer_token(scope) if route is not None else None
+        if route is None or token is None or not _sends_json(scope):
+            await self.app(scope, receive, send)
+            return
+        model, answer, status = route
+        body = await _read_body(receive)
+        if body is None:  # the client went away: nobody to answer, nothing to store
+            return
+        again = _replay(body)
+        caller = await asyncio.to_thread(self.keys.authenticate, token)
+        request = _parsed(model, body) if caller is not None else None
+        if caller is None or request is None:
+            await self.app(scope, again, send)
+            return
+        try:
+            out = await answer(self.memories, caller, request)
+        except Exception as exc:
+            response = service_error_response(exc)
+            if response is None:
+                raise
+        else:
+            response = JSONResponse(out.model_dump(mode="json"), status_code=status)
+        await response(scope, again, send)
+
+
+def _route(scope: Scope) -> tuple[type[BaseModel], _Answer, int] | None:
+    if scope["type"] != "http" or scope.get("root_path"):
+        return None
+    return _ROUTES.get((scope["method"], scope["path"]))
+
+
+def _bearer_token(scope: Scope) -> str | None:
+    """The key of the first ``Authorization: Bearer <key>`` header, as FastAPI's
+    ``HTTPBearer`` reads it; None without one."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, credentials = value.decode("latin-1").partition(" ")
+            return credentials if scheme.lower() == "bearer" and credentials else None
+    return None
+
+
+def _sends_json(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            header: str = value.decode("latin-1")
+            return header.partition(";")[0].strip().lower() == "application/json"
+    return False
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole body, or None if the client disconnected before sending it all."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes) -> Receive:
+    """A ``receive`` that gives ``body`` once, then says the client disconnected."""
+    given = False
+
+    async def receive() -> Message:
+        nonlocal given
+        if given:
+            return {"type": "http.disconnect"}
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+def _parsed(model: type[BaseModel], body: bytes) -> BaseModel | None:
+    """``body`` read as FastAPI reads a JSON body (``json.loads``, then the model), or
+    None if FastAPI would refuse it."""
+    try:
+        return model.model_validate(json.loads(body))
+    except (ValueError, ValidationError):  # JSONDecodeError and UnicodeDecodeError too
+        return None

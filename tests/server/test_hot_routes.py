@@ -1,0 +1,218 @@
+"""HotRoutes: storing and searching memories without FastAPI's machinery, same answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.types import Message, Receive, Scope, Send
+
+from memstack.clock import ManualClock
+from memstack.embeddings import HashEmbedder
+from memstack.server import routes
+from memstack.server.app import create_app
+from memstack.server.hot_routes import HotRoutes
+from memstack.server.services import Services, open_services
+from memstack.service.principal import Principal
+from tests.server.conftest import Keys, auth, make_keys
+
+LIMIT = 64_000
+
+
+@pytest.fixture
+def frozen(tmp_path: Path) -> Iterator[Services]:
+    """Services on a clock that stands still: the same request answers the same bytes."""
+    services = open_services(
+        store_url=f"sqlite:///{tmp_path / 'hot.db'}",
+        redis_url=None,
+        embedder=HashEmbedder(),
+        clock=ManualClock(),
+    )
+    yield services
+    services.close()
+
+
+@pytest.fixture
+def frozen_keys(frozen: Services) -> Keys:
+    return make_keys(frozen)
+
+
+@dataclass
+class Pair:
+    hot: httpx.AsyncClient
+    plain: httpx.AsyncClient
+
+
+def _client(services: Services, *, hot_routes: bool) -> httpx.AsyncClient:
+    app = create_app(services, max_body_bytes=LIMIT, hot_routes=hot_routes)
+    transport = httpx.ASGITransport(app=app)
+    return httpx.AsyncClient(transport=transport, base_url="http://memstack.test")
+
+
+@pytest.fixture
+async def pair(frozen: Services) -> AsyncIterator[Pair]:
+    async with (
+        _client(frozen, hot_routes=True) as hot,
+        _client(frozen, hot_routes=False) as plain,
+    ):
+        yield Pair(hot=hot, plain=plain)
+
+
+JSON_TYPE = {"Content-Type": "application/json"}
+STORE = {"agent_id": "bot", "key": "lang", "value": "The user prefers French."}
+SEARCH = {"query": "french", "agent_id": "bot"}
+
+
+def _requests(keys: Keys) -> list[tuple[str, str, dict[str, str], bytes]]:
+    """(id, path, headers, body): good requests and every kind of bad one."""
+    good = {**auth(keys.acme), **JSON_TYPE}
+    store, search = "/api/memories", "/api/memories/search"
+
+    def body(value: Any) -> bytes:
+        return json.dumps(value).encode()
+
+    return [
+        ("store", store, good, body(STORE)),
+        ("store again", store, good, body(STORE)),
+        (
+            "store every field",
+            store,
+            good,
+            body(
+                {
+                    **STORE,
+                    "key": "tz",
+                    "scope": "session",
+                    "session_id": "s1",
+                    "metadata": {"source": "chat", "n": [1, 2.5, None]},
+                    "ttl": 3600,
+                    "provenance": "extracted",
+                    "provenance_detail": "gpt-x",
+                }
+            ),
+        ),
+        ("store non-ASCII", store, good, body({**STORE, "key": "名前", "value": "Zoë — ünïcode"})),
+        ("search", search, good, body(SEARCH)),
+        ("search every field", search, good, body({**SEARCH, "mode": "text", "limit": 3})),
+        ("search as_of", search, good, body({**SEARCH, "as_of": 1_700_000_000.0})),
+        ("search provenances", search, good, body({**SEARCH, "provenances": ["extracted"]})),
+        (
+            "charset",
+            store,
+            {**good, "Content-Type": "application/json; charset=utf-8"},
+            body(STORE),
+        ),
+        ("malformed JSON", store, good, b'{"agent_id": "bot",'),
+        ("empty body", store, good, b""),
+        ("not an object", search, good, b"[1, 2]"),
+        ("NaN", search, good, b'{"query": "x", "as_of": NaN}'),
+        ("unknown key", store, good, body({**STORE, "colour": "red"})),
+        ("wrong type", store, good, body({**STORE, "value": 42})),
+        ("missing field", store, good, body({"agent_id": "bot", "key": "k"})),
+        ("limit too high", search, good, body({**SEARCH, "limit": 1000})),
+        ("bad agent id", store, good, body({**STORE, "agent_id": "-no"})),
+        ("bad scope", store, good, body({**STORE, "scope": "planet"})),
+        ("session id off-scope", store, good, body({**STORE, "session_id": "s1"})),
+        ("secret", store, good, body({**STORE, "value": "my key is sk-" + "a1B2" * 12})),
+        (
+            "forbidden agent",
+            store,
+            {**auth(keys.acme_bot_only), **JSON_TYPE},
+            body({**STORE, "agent_id": "billing"}),
+        ),
+        ("other tenant", search, {**auth(keys.other), **JSON_TYPE}, body(SEARCH)),
+        ("no key", store, JSON_TYPE, body(STORE)),
+        ("bad key", store, {**auth("msk_nope_nope"), **JSON_TYPE}, body(STORE)),
+        ("basic scheme", store, {"Authorization": f"Basic {keys.acme}", **JSON_TYPE}, body(STORE)),
+        ("no content type", store, auth(keys.acme), body(STORE)),
+        (
+            "text content type",
+            store,
+            {**auth(keys.acme), "Content-Type": "text/plain"},
+            body(STORE),
+        ),
+        ("too large", store, good, body({**STORE, "value": "x" * LIMIT})),
+        (
+            "latin-1 body",
+            store,
+            good,
+            '{"agent_id": "bot", "key": "k", "value": "é"}'.encode("latin-1"),
+        ),
+    ]
+
+
+async def test_hot_routes_answer_exactly_as_fastapi_does(pair: Pair, frozen_keys: Keys):
+    answered: dict[int, int] = {}
+    for name, path, headers, body in _requests(frozen_keys):
+        hot = await pair.hot.post(path, headers=headers, content=body)
+        plain = await pair.plain.post(path, headers=headers, content=body)
+        assert (hot.status_code, hot.content) == (plain.status_code, plain.content), name
+        assert hot.headers == plain.headers, name
+        answered[hot.status_code] = answered.get(hot.status_code, 0) + 1
+    # The list covers answers and refusals of every kind.
+    assert {200, 201, 400, 401, 403, 413, 422} <= set(answered), answered
+
+
+class ThroughFastAPI(Exception):
+    """Raised by the FastAPI routes' answers in the test below."""
+
+
+async def test_the_hot_routes_answer_without_the_fastapi_routes(
+    frozen: Services, frozen_keys: Keys, monkeypatch: pytest.MonkeyPatch
+):
+    async def refuse(*args: object) -> None:
+        raise ThroughFastAPI
+
+    # The FastAPI routes look these up in their module when called; HotRoutes holds its own.
+    monkeypatch.setattr(routes, "stored", refuse)
+    monkeypatch.setattr(routes, "searched", refuse)
+    headers = {**auth(frozen_keys.acme), **JSON_TYPE}
+    async with _client(frozen, hot_routes=True) as client:
+        stored = await client.post("/api/memories", headers=headers, json=STORE)
+        found = await client.post("/api/memories/search", headers=headers, json=SEARCH)
+    assert stored.status_code == 201 and stored.json()["value"] == STORE["value"]
+    assert [h["memory"]["key"] for h in found.json()["results"]] == ["lang"]
+    async with _client(frozen, hot_routes=False) as client:
+        for path, body in (("/api/memories", STORE), ("/api/memories/search", SEARCH)):
+            with pytest.raises(ThroughFastAPI):
+                await client.post(path, headers=headers, json=body)
+
+
+async def test_a_client_gone_mid_body_gets_nothing_stored_and_no_answer(
+    frozen: Services, frozen_keys: Keys
+):
+    passed_on: list[Scope] = []
+
+    async def downstream(scope: Scope, receive: Receive, send: Send) -> None:
+        passed_on.append(scope)
+
+    messages: list[Message] = [
+        {"type": "http.request", "body": json.dumps(STORE).encode(), "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return messages.pop(0)
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope: Scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/api/memories",
+        "headers": [
+            (b"authorization", f"Bearer {frozen_keys.acme}".encode()),
+            (b"content-type", b"application/json"),
+        ],
+    }
+    await HotRoutes(downstream, services=frozen)(scope, receive, send)
+    assert (sent, passed_on) == ([], [])
+    page = await frozen.memories.list(Principal(tenant="acme"), agent_id="bot")
+    assert page.total == 0
