@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from memstack.errors import InvalidInput
 
-__all__ = ["Embedder", "Vectors", "check_texts", "embed", "l2_normalize"]
+__all__ = ["Embedder", "EmbedderWrapper", "Vectors", "check_texts", "embed", "l2_normalize"]
 
 Vectors: TypeAlias = NDArray[np.float32]
 """A float32 matrix ``(n, dim)`` of unit rows (or one such row, ``(dim,)``)."""
@@ -45,6 +45,21 @@ class Embedder(Protocol):
         ``InvalidInput`` naming its index.
         """
         ...
+
+
+class EmbedderWrapper:
+    """An embedder over ``inner`` with its ``dim`` and ``model_id``: what wrappers that
+    change how the calls run, not what they return, share."""
+
+    inner: Embedder
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
 
 
 def embed(embedder: Embedder, text: str) -> Vectors:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memstack.embeddings.base import Embedder, Vectors, check_texts
+from memstack.embeddings.base import Embedder, EmbedderWrapper, Vectors, check_texts
 from memstack.errors import ConfigError, InvalidInput
 
 __all__ = ["BatchingEmbedder"]
@@ -74,7 +74,7 @@ class _Slice:
     stop: int
 
 
-class BatchingEmbedder:
+class BatchingEmbedder(EmbedderWrapper):
     """Merges concurrent ``embed_batch`` calls into calls of ``inner`` of at most
     ``max_batch`` texts; a caller waits at most ``max_wait_ms`` for others to join, and
     at most ``max_running`` inner calls run at once (None: no limit).
@@ -121,14 +121,6 @@ class BatchingEmbedder:
         self._queued = 0  # texts in _pending not yet handed to a batch
         self._collecting = False
         self._running = 0  # inner calls taken and not yet finished
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         items = check_texts(texts)

@@ -16,13 +16,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memstack.embeddings.base import Embedder, Vectors, check_texts
+from memstack.embeddings.base import Embedder, EmbedderWrapper, Vectors, check_texts
 from memstack.errors import InvalidInput
 
 __all__ = ["CachedEmbedder"]
 
 
-class CachedEmbedder:
+class CachedEmbedder(EmbedderWrapper):
     """``inner`` with its vectors cached per text; same ``dim`` and ``model_id``. Thread-safe.
 
     Only the texts not in the cache reach ``inner``, in one ``embed_batch`` call, each
@@ -40,14 +40,6 @@ class CachedEmbedder:
         self.max_text_chars = max_text_chars
         self._lock = threading.Lock()
         self._vectors: OrderedDict[str, Vectors] = OrderedDict()
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
 
     def __len__(self) -> int:
         """How many texts are cached now."""

@@ -85,11 +85,20 @@ def serve(
     _require_server_extra()
     with _bind(settings.host, settings.port) as listening:
         _echo_data_location(settings)
-        services = _open_services(settings)
+        # One process alone on its cores: the model's calls get cores of their own.
+        services = _open_services(settings, pin_model=settings.workers == 1)
         try:
             _prepare(services, settings)
             if settings.workers == 1:
                 from memstack.server.app import REQUEST_THREADS, create_app
+                from memstack.server.cores import pin_threads
+
+                if services.cores is not None:
+                    pin_threads(services.cores.requests)
+                    click.echo(
+                        f"cores: the local model's calls on {_cores(services.cores.model)}, "
+                        f"everything else on {_cores(services.cores.requests)}"
+                    )
 
                 app = create_app(
                     services,
@@ -143,11 +152,15 @@ def _echo_data_location(settings: ServerSettings) -> None:
     click.echo(f"data: {where}", err=True)
 
 
-def _open_services(settings: ServerSettings) -> Services:
+def _cores(cores: frozenset[int]) -> str:
+    return ", ".join(str(core) for core in sorted(cores))
+
+
+def _open_services(settings: ServerSettings, *, pin_model: bool = False) -> Services:
     from memstack.server.services import services_from_settings
 
     try:
-        return services_from_settings(settings)
+        return services_from_settings(settings, pin_model=pin_model)
     except MemstackError as exc:
         raise click.ClickException(str(exc)) from exc
 

@@ -14,6 +14,7 @@ from memstack.embeddings import (
     LocalEmbedder,
     resolve_embedder,
 )
+from memstack.server.cores import CoreSplit, PinnedEmbedder, split_cores
 from memstack.service.api_keys import ApiKeys
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
@@ -34,6 +35,10 @@ class Services:
     memories: MemoryService
     knowledge: KnowledgeBase
     keys: ApiKeys
+    cores: CoreSplit | None = None
+    """The cores the local model's calls are pinned to and those left to everything
+    else (``open_services(pin_model=True)``); None when nothing is pinned. The caller
+    that asked for it moves its threads onto ``cores.requests`` (``cores.pin_threads``)."""
 
     def close(self) -> None:
         self.short_term.close()
@@ -55,10 +60,15 @@ def open_services(
     stm_max_entries: int = 20,
     ltm_max_entries: int = 200,
     clock: Clock | None = None,
+    pin_model: bool = False,
 ) -> Services:
+    """Every service over one store. ``pin_model`` gives the local model's calls cores of
+    their own (``memstack.server.cores``), for a server that is the only process on its
+    cores: ``memstack serve`` with one worker."""
     from memstack.embeddings import EmbeddingSettings
 
     clock = clock or SystemClock()
+    cores: CoreSplit | None = None
     records = open_records(store_url, clock=clock)
     try:
         short_term: ShortTermTier
@@ -76,7 +86,10 @@ def open_services(
             )
             # Concurrent requests share model calls, and repeated queries skip the model.
             model = resolve_embedder(settings)
-            embedder = CachedEmbedder(BatchingEmbedder(model, max_running=model_lanes(model)))
+            lanes = model_lanes(model)
+            cores = split_cores(lanes) if pin_model and lanes is not None else None
+            pinned = model if cores is None else PinnedEmbedder(model, cores)
+            embedder = CachedEmbedder(BatchingEmbedder(pinned, max_running=lanes))
     except BaseException:
         records.close()
         raise
@@ -95,10 +108,11 @@ def open_services(
         ),
         knowledge=knowledge,
         keys=ApiKeys(records, clock=clock),
+        cores=cores,
     )
 
 
-def services_from_settings(settings: ServerSettings) -> Services:
+def services_from_settings(settings: ServerSettings, *, pin_model: bool = False) -> Services:
     """The services ``memstack serve`` (and each of its workers) runs on."""
     return open_services(
         store_url=settings.store_url,
@@ -106,6 +120,7 @@ def services_from_settings(settings: ServerSettings) -> Services:
         embedding_settings=settings.embedding,
         stm_max_entries=settings.stm_max_entries,
         ltm_max_entries=settings.ltm_max_entries,
+        pin_model=pin_model,
     )
 
 

@@ -1,0 +1,185 @@
+"""Cores of their own for the local model's calls (``memstack.server.cores``).
+
+The pinning tests need two cores to split, as the machines memstack is tested on have."""
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memstack.embeddings import EmbeddingSettings, HashEmbedder, LocalEmbedder, Vectors
+from memstack.server.cores import CoreSplit, PinnedEmbedder, pin_threads, split_cores
+from memstack.server.services import model_lanes, open_services
+from tests.server.test_workers import _wait_healthy
+from tests.servers import free_port
+
+ALLOWED = os.sched_getaffinity(0)
+
+
+@pytest.mark.parametrize(
+    ("lanes", "allowed", "model", "requests"),
+    [
+        (1, {0, 1}, {1}, {0}),
+        (2, {0, 1, 2, 3}, {2, 3}, {0, 1}),
+        (4, {0, 1, 2}, {1, 2}, {0}),  # the requests keep a core
+        (1, {3, 5, 9}, {9}, {3, 5}),
+    ],
+)
+def test_the_model_takes_the_highest_cores_and_the_requests_keep_one(
+    lanes, allowed, model, requests
+):
+    assert split_cores(lanes, allowed) == CoreSplit(
+        model=frozenset(model), requests=frozenset(requests)
+    )
+
+
+@pytest.mark.parametrize(("lanes", "allowed"), [(1, {0}), (0, {0, 1}), (1, set())])
+def test_nothing_to_split_gives_no_split(lanes, allowed):
+    assert split_cores(lanes, allowed) is None
+
+
+class WhereItRuns:
+    """Records the cores its calls may run on."""
+
+    def __init__(self) -> None:
+        self._inner = HashEmbedder(dim=8)
+        self.dim, self.model_id = self._inner.dim, self._inner.model_id
+        self.seen: list[set[int]] = []
+        self.fail = False
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        self.seen.append(os.sched_getaffinity(threading.get_native_id()))
+        if self.fail:
+            raise RuntimeError("the model failed")
+        return self._inner.embed_batch(texts)
+
+
+@pytest.fixture
+def own_thread() -> Iterator[None]:
+    """The test's thread gets its core set back, whatever the test did to it."""
+    before = os.sched_getaffinity(0)
+    yield
+    os.sched_setaffinity(0, before)
+
+
+@pytest.mark.usefixtures("own_thread")
+def test_a_call_runs_on_the_models_cores_and_its_thread_goes_back_after():
+    split = split_cores(1)
+    assert split is not None, "these tests need two cores"
+    inner = WhereItRuns()
+    pinned = PinnedEmbedder(inner, split)
+    before = os.sched_getaffinity(0)
+    assert pinned.embed_batch(["a"]).shape == (1, 8)
+    inner.fail = True
+    with pytest.raises(RuntimeError):
+        pinned.embed_batch(["b"])
+    assert inner.seen == [set(split.model), set(split.model)]
+    assert os.sched_getaffinity(0) == before  # also after the failed call
+    assert (pinned.dim, pinned.model_id) == (8, "hash:8")
+
+
+@pytest.mark.usefixtures("own_thread")
+def test_pin_threads_moves_every_thread_and_new_ones_inherit():
+    split = split_cores(1)
+    assert split is not None, "these tests need two cores"
+    release = threading.Event()
+    started_before = threading.Thread(target=release.wait, daemon=True)
+    started_before.start()
+    try:
+        assert pin_threads(split.requests) >= 2
+        for task in Path("/proc/self/task").iterdir():
+            assert os.sched_getaffinity(int(task.name)) == set(split.requests), task.name
+        seen: list[set[int]] = []
+        later = threading.Thread(target=lambda: seen.append(os.sched_getaffinity(0)))
+        later.start()
+        later.join()
+        assert seen == [set(split.requests)]
+    finally:
+        release.set()
+        started_before.join()
+        pin_threads(frozenset(ALLOWED))
+
+
+@pytest.mark.parametrize(
+    ("provider", "pin_model", "pinned"),
+    [("local", True, True), ("local", False, False), ("hash", True, False)],
+)
+def test_the_services_pin_the_local_model_only_when_asked(tmp_path, provider, pin_model, pinned):
+    services = open_services(
+        store_url=f"sqlite:///{tmp_path / 'a.db'}",
+        redis_url=None,
+        embedding_settings=EmbeddingSettings(provider=provider),
+        pin_model=pin_model,
+    )
+    try:
+        inner = services.embedder.inner.inner  # type: ignore[attr-defined]
+        assert isinstance(inner, PinnedEmbedder) is pinned
+        expected = split_cores(model_lanes(LocalEmbedder()) or 1) if pinned else None
+        assert services.cores == expected
+        assert expected is None or expected.model  # two cores here: something to pin
+    finally:
+        services.close()
+
+
+def _cores_of_threads(pid: int) -> set[str]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for line in (task / "status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                found.add(line.split(":", 1)[1].strip())
+    return found
+
+
+def test_memstack_serve_pins_its_threads_and_the_models_calls(tmp_path):
+    """One ``memstack serve`` process with the local model: every thread on the request
+    cores, before and after a store, which ran its model call on the model's core."""
+    split = split_cores(model_lanes(LocalEmbedder()) or 1)
+    assert split is not None, "this test needs two cores"
+    port = free_port()
+    env = {**os.environ, "MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "local", "PYTHONUNBUFFERED": "1"}
+    for name in ("MEMSTACK_POSTGRES_URL", "MEMSTACK_REDIS_URL", "MEMSTACK_WORKERS"):
+        env.pop(name, None)
+    command = [sys.executable, "-m", "memstack", "serve", "--db", str(tmp_path / "s.db")]
+    process = subprocess.Popen(
+        [*command, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    lines: list[str] = []
+    try:
+        assert process.stdout is not None
+        while not any(line.startswith("serving on") for line in lines):
+            line = process.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        requests = ", ".join(str(c) for c in sorted(split.requests))
+        model = ", ".join(str(c) for c in sorted(split.model))
+        assert f"cores: the local model's calls on {model}, everything else on {requests}\n" in (
+            lines
+        )
+        key = next(w for line in lines for w in line.split() if w.startswith("msk_"))
+        url = f"http://127.0.0.1:{port}"
+        _wait_healthy(url)
+        as_list = {",".join(str(c) for c in sorted(split.requests))}
+        as_list |= {f"{min(split.requests)}-{max(split.requests)}"}
+        assert _cores_of_threads(process.pid) <= as_list
+        stored = httpx.post(
+            f"{url}/api/memories",
+            headers={"Authorization": f"Bearer {key}"},
+            json={"agent_id": "bot", "key": "k", "value": "a value to embed"},
+            timeout=60,
+        )
+        assert stored.status_code == 201, stored.text
+        assert _cores_of_threads(process.pid) <= as_list
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        if process.stdout:
+            process.stdout.close()
