@@ -13,7 +13,13 @@ import httpx
 import pytest
 
 from memstack.embeddings import EmbeddingSettings, HashEmbedder, LocalEmbedder, Vectors
-from memstack.server.cores import CoreSplit, PinnedEmbedder, pin_threads, split_cores
+from memstack.server.cores import (
+    CoreSplit,
+    PinnedEmbedder,
+    pin_threads,
+    split_cores,
+    usable_cores,
+)
 from memstack.server.services import model_lanes, open_services
 from tests.server.test_workers import _wait_healthy
 from tests.servers import free_port
@@ -183,3 +189,12 @@ def test_memstack_serve_pins_its_threads_and_the_models_calls(tmp_path):
         process.wait(timeout=30)
         if process.stdout:
             process.stdout.close()
+
+
+@pytest.mark.usefixtures("own_thread")
+def test_usable_cores_counts_the_cores_this_process_may_run_on():
+    assert usable_cores() == len(ALLOWED)
+    os.sched_setaffinity(0, {min(ALLOWED)})  # as a container limited to one core
+    assert usable_cores() == 1
+    assert model_lanes(LocalEmbedder()) == 1
+    assert split_cores(1) is None  # nothing left to split

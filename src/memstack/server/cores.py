@@ -27,7 +27,7 @@ from pathlib import Path
 from memstack.embeddings import Embedder, Vectors
 from memstack.embeddings.base import EmbedderWrapper
 
-__all__ = ["CoreSplit", "PinnedEmbedder", "pin_threads", "split_cores"]
+__all__ = ["CoreSplit", "PinnedEmbedder", "pin_threads", "split_cores", "usable_cores"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +36,14 @@ class CoreSplit:
 
     model: frozenset[int]
     requests: frozenset[int]
+
+
+def usable_cores() -> int:
+    """How many cores this process may run on (its affinity where the platform has one,
+    else every core): a container limited to 2 of 16 cores has 2."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def split_cores(lanes: int, allowed: Collection[int] | None = None) -> CoreSplit | None:
