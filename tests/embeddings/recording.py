@@ -6,25 +6,18 @@ import threading
 from collections.abc import Sequence
 
 from memstack.embeddings import HashEmbedder, Vectors
+from memstack.embeddings.base import EmbedderWrapper
 from memstack.errors import StoreUnavailable
 
 
-class RecordingEmbedder:
+class RecordingEmbedder(EmbedderWrapper):
     """A HashEmbedder that records each batch, and fails a batch holding ``fail_on``."""
 
     def __init__(self, *, dim: int = 32, fail_on: str | None = None) -> None:
-        self._inner = HashEmbedder(dim=dim)
+        self.inner = HashEmbedder(dim=dim)
         self._lock = threading.Lock()
         self.batches: list[list[str]] = []
         self.fail_on = fail_on
-
-    @property
-    def dim(self) -> int:
-        return self._inner.dim
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
 
     @property
     def seen(self) -> list[str]:
@@ -37,4 +30,4 @@ class RecordingEmbedder:
             self.batches.append(list(texts))
         if self.fail_on is not None and self.fail_on in texts:
             raise StoreUnavailable(f"the model cannot embed {self.fail_on!r}")
-        return self._inner.embed_batch(texts)
+        return self.inner.embed_batch(texts)

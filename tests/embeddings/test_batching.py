@@ -109,7 +109,7 @@ class GatedEmbedder(RecordingEmbedder):
             if first:
                 self.first_inside.set()
                 assert self.release.wait(30)
-            return self._inner.embed_batch(texts)
+            return self.inner.embed_batch(texts)
         finally:
             with self._count_lock:
                 self._inside -= 1
