@@ -216,3 +216,24 @@ async def test_a_client_gone_mid_body_gets_nothing_stored_and_no_answer(
     assert (sent, passed_on) == ([], [])
     page = await frozen.memories.list(Principal(tenant="acme"), agent_id="bot")
     assert page.total == 0
+
+
+async def test_a_body_fastapi_refuses_costs_no_key_lookup(
+    frozen: Services, frozen_keys: Keys, monkeypatch: pytest.MonkeyPatch
+):
+    looked_up: list[str] = []
+    authenticate = frozen.keys.authenticate
+
+    def counted(raw: str) -> Principal | None:
+        looked_up.append(raw)
+        return authenticate(raw)
+
+    monkeypatch.setattr(frozen.keys, "authenticate", counted)
+    headers = {**auth(frozen_keys.acme), **JSON_TYPE}
+    async with _client(frozen, hot_routes=True) as client:
+        refused = await client.post("/api/memories", headers=headers, content=b'{"agent_id":')
+        stored = await client.post("/api/memories", headers=headers, json=STORE)
+    assert (refused.status_code, stored.status_code) == (400, 201)
+    # FastAPI refuses malformed JSON before its key dependency runs; only the stored
+    # request's key was looked up, once, by the hot route.
+    assert looked_up == [frozen_keys.acme]
