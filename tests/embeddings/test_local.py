@@ -1,5 +1,7 @@
 """The real all-MiniLM-L6-v2 model, run locally."""
 
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -152,3 +154,24 @@ def test_a_batch_holds_texts_of_similar_length_only():
     batches = _batches(order, lengths, size=3)
     assert [[lengths[i] for i in b] for b in batches] == [[10, 11, 12], [13, 14], [60, 70], [100]]
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+
+
+def test_tokenizing_starts_no_threads():
+    """A call tokenizes on its own thread. The tokenizer's ``encode_batch`` runs on a
+    thread pool of its own that it starts on first use, and a server's model lane then
+    waits on threads the scheduler puts on a busy core. Counted in a fresh process,
+    where nothing has started that pool yet."""
+    script = (
+        "import os\n"
+        "from memstack.embeddings import LocalEmbedder\n"
+        "e = LocalEmbedder(parallel=1)\n"
+        "e.dim\n"  # the session and its threads, before any text
+        "before = len(os.listdir('/proc/self/task'))\n"
+        "e.embed_batch([f'text number {i} of a batch' for i in range(8)])\n"
+        "print(before, len(os.listdir('/proc/self/task')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    before, after = (int(n) for n in done.stdout.split())
+    assert after == before
