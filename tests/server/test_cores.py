@@ -12,7 +12,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memstack.embeddings import EmbeddingSettings, HashEmbedder, LocalEmbedder, Vectors
+from memstack.embeddings import (
+    BatchingEmbedder,
+    EmbeddingSettings,
+    HashEmbedder,
+    LocalEmbedder,
+    Vectors,
+)
 from memstack.server.cores import (
     CoreSplit,
     PinnedEmbedder,
@@ -20,6 +26,7 @@ from memstack.server.cores import (
     split_cores,
     usable_cores,
 )
+from memstack.server.lanes import LaneEmbedder
 from memstack.server.services import model_lanes, open_services
 from tests.server.test_workers import _wait_healthy
 from tests.servers import free_port
@@ -123,27 +130,36 @@ def test_the_services_pin_the_local_model_only_when_asked(tmp_path, provider, pi
         pin_model=pin_model,
     )
     try:
-        inner = services.embedder.inner.inner  # type: ignore[attr-defined]
-        assert isinstance(inner, PinnedEmbedder) is pinned
+        inner = services.embedder.inner  # type: ignore[attr-defined]
+        assert isinstance(inner, LaneEmbedder) is pinned
+        assert isinstance(inner, BatchingEmbedder) is not pinned
+        assert services.lanes is (inner if pinned else None)
         expected = split_cores(model_lanes(LocalEmbedder()) or 1) if pinned else None
         assert services.cores == expected
-        assert expected is None or expected.model  # two cores here: something to pin
+        if expected is not None:
+            assert expected.model  # two cores here: something to pin
+            assert (inner.cores, inner.lanes) == (expected.model, model_lanes(LocalEmbedder()))
     finally:
         services.close()
 
 
-def _cores_of_threads(pid: int) -> set[str]:
-    found = set()
+def _cores_of_threads(pid: int) -> list[str]:
+    found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         for line in (task / "status").read_text().splitlines():
             if line.startswith("Cpus_allowed_list:"):
-                found.add(line.split(":", 1)[1].strip())
+                found.append(line.split(":", 1)[1].strip())
     return found
+
+
+def _as_list(cores: frozenset[int]) -> set[str]:
+    """The ways /proc writes a core set: "0,1" or "0-1"."""
+    return {",".join(str(c) for c in sorted(cores)), f"{min(cores)}-{max(cores)}"}
 
 
 def test_memstack_serve_pins_its_threads_and_the_models_calls(tmp_path):
     """One ``memstack serve`` process with the local model: every thread on the request
-    cores, before and after a store, which ran its model call on the model's core."""
+    cores, and after a store the model's lanes (which made its call) on the model's."""
     split = split_cores(model_lanes(LocalEmbedder()) or 1)
     assert split is not None, "this test needs two cores"
     port = free_port()
@@ -173,9 +189,10 @@ def test_memstack_serve_pins_its_threads_and_the_models_calls(tmp_path):
         key = next(w for line in lines for w in line.split() if w.startswith("msk_"))
         url = f"http://127.0.0.1:{port}"
         _wait_healthy(url)
-        as_list = {",".join(str(c) for c in sorted(split.requests))}
-        as_list |= {f"{min(split.requests)}-{max(split.requests)}"}
-        assert _cores_of_threads(process.pid) <= as_list
+        requests_cores, model_cores = _as_list(split.requests), _as_list(split.model)
+        lanes = model_lanes(LocalEmbedder()) or 1
+        # The warmup started the lanes before the threads were pinned.
+        assert set(_cores_of_threads(process.pid)) <= requests_cores
         stored = httpx.post(
             f"{url}/api/memories",
             headers={"Authorization": f"Bearer {key}"},
@@ -183,7 +200,10 @@ def test_memstack_serve_pins_its_threads_and_the_models_calls(tmp_path):
             timeout=60,
         )
         assert stored.status_code == 201, stored.text
-        assert _cores_of_threads(process.pid) <= as_list
+        after = _cores_of_threads(process.pid)
+        # The lanes went back to the model's cores for the call; nothing else is there.
+        assert sum(c in model_cores for c in after) == lanes
+        assert sum(c in requests_cores for c in after) == len(after) - lanes
     finally:
         process.terminate()
         process.wait(timeout=30)

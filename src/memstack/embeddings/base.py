@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from memstack.errors import InvalidInput
+from memstack.errors import ConfigError, InvalidInput
 
 __all__ = ["Embedder", "EmbedderWrapper", "Vectors", "check_texts", "embed", "l2_normalize"]
 
@@ -87,6 +87,18 @@ def check_texts(texts: Sequence[str]) -> list[str]:
                 field=f"texts[{i}]",
             )
     return items
+
+
+def rows_of(embedder: Embedder, texts: Sequence[str]) -> Vectors:
+    """``embedder.embed_batch(texts)``, or ``ConfigError`` when it does not return one row
+    per text (a wrapper that hands rows out to several callers must not shift them)."""
+    vectors = embedder.embed_batch(texts)
+    if len(vectors) != len(texts):
+        raise ConfigError(
+            f"{type(embedder).__name__} returned {len(vectors)} rows for "
+            f"{len(texts)} texts; an Embedder must return one row per text."
+        )
+    return vectors
 
 
 def l2_normalize(matrix: NDArray[Any]) -> Vectors:

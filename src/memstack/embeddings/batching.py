@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memstack.embeddings.base import Embedder, EmbedderWrapper, Vectors, check_texts
-from memstack.errors import ConfigError, InvalidInput
+from memstack.embeddings.base import Embedder, EmbedderWrapper, Vectors, check_texts, rows_of
+from memstack.errors import InvalidInput
 
 __all__ = ["BatchingEmbedder"]
 
@@ -197,12 +197,7 @@ class BatchingEmbedder(EmbedderWrapper):
     def _embed(self, batch: list[_Slice]) -> None:
         texts = [text for s in batch for text in s.request.texts[s.start : s.stop]]
         try:
-            vectors = self.inner.embed_batch(texts)
-            if len(vectors) != len(texts):
-                raise ConfigError(
-                    f"{type(self.inner).__name__} returned {len(vectors)} rows for "
-                    f"{len(texts)} texts; an Embedder must return one row per text."
-                )
+            vectors = rows_of(self.inner, texts)
         except Exception as exc:
             self._fail(batch, exc)
             return

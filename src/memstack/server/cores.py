@@ -9,11 +9,13 @@ of a core (45 ms wall for 35 ms of CPU), and with one lane busy the whole run, t
 bounds the server.
 
 So the server splits the cores it may use: the lanes' cores for model calls, the others
-for everything else. ``PinnedEmbedder`` moves the thread that makes a call onto the
-model's cores for the call and back after it; ``pin_threads`` moves every thread of the
-process onto the request cores when the server starts (threads started later inherit
-it). Linux only (``os.sched_setaffinity``); elsewhere, or with fewer than two cores to
-split, nothing is pinned.
+for everything else. ``memstack serve`` makes the model's calls from threads that stay
+on the model's cores (``lanes.LaneEmbedder``); ``PinnedEmbedder`` is for a caller that
+makes them from its own threads: it moves the calling thread onto the model's cores for
+the call and back after it. ``pin_threads`` moves every thread of the process onto the
+request cores when the server starts (threads started later inherit it). Linux only
+(``os.sched_setaffinity``); elsewhere, or with fewer than two cores to split, nothing is
+pinned.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from memstack.embeddings import (
     LocalEmbedder,
     resolve_embedder,
 )
-from memstack.server.cores import CoreSplit, PinnedEmbedder, split_cores, usable_cores
+from memstack.server.cores import CoreSplit, split_cores, usable_cores
+from memstack.server.lanes import LaneEmbedder
 from memstack.service.api_keys import ApiKeys
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
@@ -38,8 +39,12 @@ class Services:
     """The cores the local model's calls are pinned to and those left to everything
     else (``open_services(pin_model=True)``); None when nothing is pinned. The caller
     that asked for it moves its threads onto ``cores.requests`` (``cores.pin_threads``)."""
+    lanes: LaneEmbedder | None = None
+    """The threads that make the pinned model's calls; None when nothing is pinned."""
 
     def close(self) -> None:
+        if self.lanes is not None:
+            self.lanes.close()
         self.short_term.close()
         self.records.close()
 
@@ -68,6 +73,7 @@ def open_services(
 
     clock = clock or SystemClock()
     cores: CoreSplit | None = None
+    lane_embedder: LaneEmbedder | None = None
     records = open_records(store_url, clock=clock)
     try:
         short_term: ShortTermTier
@@ -87,8 +93,11 @@ def open_services(
             model = resolve_embedder(settings)
             lanes = model_lanes(model)
             cores = split_cores(lanes) if pin_model and lanes is not None else None
-            pinned = model if cores is None else PinnedEmbedder(model, cores)
-            embedder = CachedEmbedder(BatchingEmbedder(pinned, max_running=lanes))
+            if cores is None or lanes is None:
+                embedder = CachedEmbedder(BatchingEmbedder(model, max_running=lanes))
+            else:  # the model's calls made by threads that stay on its cores
+                lane_embedder = LaneEmbedder(model, lanes=lanes, cores=cores.model)
+                embedder = CachedEmbedder(lane_embedder)
     except BaseException:
         records.close()
         raise
@@ -108,6 +117,7 @@ def open_services(
         knowledge=knowledge,
         keys=ApiKeys(records, clock=clock),
         cores=cores,
+        lanes=lane_embedder,
     )
 
 

@@ -1,0 +1,186 @@
+"""LaneEmbedder: the model's calls made by threads of its own, on the model's cores."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from memstack.embeddings import HashEmbedder, Vectors
+from memstack.errors import ConfigError, InvalidInput, StoreUnavailable
+from memstack.server.cores import split_cores
+from memstack.server.lanes import LaneEmbedder
+from tests.embeddings.recording import RecordingEmbedder
+from tests.embeddings.test_batching import GatedEmbedder
+
+
+class WhereItRuns(RecordingEmbedder):
+    """Records, with each batch, the thread and the cores its call ran on."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=8)
+        self.where: list[tuple[int, set[int]]] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        self.where.append((threading.get_native_id(), os.sched_getaffinity(0)))
+        return super().embed_batch(texts)
+
+
+class ShortRows(RecordingEmbedder):
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        return super().embed_batch(texts)[:-1]
+
+
+def test_each_caller_gets_exactly_its_own_rows():
+    inner = RecordingEmbedder()
+    lanes = LaneEmbedder(inner)
+    calls = [[f"text {i}-{j}" for j in range(i % 4 + 1)] for i in range(40)]
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lanes.embed_batch, calls))
+    finally:
+        lanes.close()
+    reference = HashEmbedder(dim=32)
+    for texts, rows in zip(calls, got, strict=True):
+        np.testing.assert_array_equal(rows, reference.embed_batch(texts))
+    assert sorted(inner.seen) == sorted(t for texts in calls for t in texts)
+    assert (lanes.dim, lanes.model_id) == (32, "hash:32")
+
+
+def test_texts_arriving_during_a_call_wait_and_go_in_one_batch():
+    inner = GatedEmbedder()
+    lanes = LaneEmbedder(inner)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            first = pool.submit(lanes.embed_batch, ["first"])
+            assert inner.first_inside.wait(30)
+            later = [pool.submit(lanes.embed_batch, [f"later {i}"]) for i in range(3)]
+            while len(lanes._queue) < 3:  # all three queued behind the running call
+                threading.Event().wait(0.005)
+            inner.release.set()
+            assert first.result(30).shape == (1, 32)
+            assert all(f.result(30).shape == (1, 32) for f in later)
+    finally:
+        lanes.close()
+    assert inner.batches[0] == ["first"]
+    assert sorted(inner.batches[1]) == ["later 0", "later 1", "later 2"]
+    assert inner.most_inside == 1
+
+
+def test_a_batch_holds_at_most_max_batch_texts_and_never_splits_a_caller():
+    inner = GatedEmbedder()
+    lanes = LaneEmbedder(inner, max_batch=3)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            first = pool.submit(lanes.embed_batch, ["a"])
+            assert inner.first_inside.wait(30)
+            two = pool.submit(lanes.embed_batch, ["b1", "b2"])
+            while len(lanes._queue) < 1:
+                threading.Event().wait(0.005)
+            five = pool.submit(lanes.embed_batch, [f"c{i}" for i in range(5)])
+            while len(lanes._queue) < 2:
+                threading.Event().wait(0.005)
+            inner.release.set()
+            assert first.result(30).shape == (1, 32)
+            assert two.result(30).shape == (2, 32)
+            assert five.result(30).shape == (5, 32)
+    finally:
+        lanes.close()
+    assert inner.batches == [["a"], ["b1", "b2"], [f"c{i}" for i in range(5)]]
+
+
+def test_a_failed_call_fails_each_of_its_callers_and_the_lane_goes_on():
+    inner = RecordingEmbedder(fail_on="poison")
+    lanes = LaneEmbedder(inner)
+    try:
+        with pytest.raises(StoreUnavailable, match="poison"):
+            lanes.embed_batch(["poison", "fine"])
+        assert lanes.embed_batch(["after"]).shape == (1, 32)
+    finally:
+        lanes.close()
+
+
+def test_a_model_returning_the_wrong_number_of_rows_is_a_config_error():
+    lanes = LaneEmbedder(ShortRows())
+    try:
+        with pytest.raises(ConfigError, match="returned 1 rows for 2 texts"):
+            lanes.embed_batch(["a", "b"])
+    finally:
+        lanes.close()
+
+
+def test_bad_texts_are_refused_in_the_callers_thread_and_never_queued():
+    inner = RecordingEmbedder()
+    lanes = LaneEmbedder(inner)
+    try:
+        with pytest.raises(InvalidInput):
+            lanes.embed_batch(["fine", 7])  # type: ignore[list-item]
+        assert lanes.embed_batch([]).shape == (0, 32)
+    finally:
+        lanes.close()
+    assert inner.batches == [[]]
+
+
+def test_calls_run_on_the_lanes_threads_and_cores_not_the_callers():
+    split = split_cores(1)
+    assert split is not None, "this test needs two cores"
+    inner = WhereItRuns()
+    lanes = LaneEmbedder(inner, cores=split.model)
+    before = os.sched_getaffinity(0)
+    try:
+        lanes.embed_batch(["a"])
+        lanes.embed_batch(["b"])
+    finally:
+        lanes.close()
+    caller = threading.get_native_id()
+    assert [cores for _, cores in inner.where] == [set(split.model)] * 2
+    assert all(thread != caller for thread, _ in inner.where)
+    assert len({thread for thread, _ in inner.where}) == 1  # one lane, one thread
+    assert os.sched_getaffinity(0) == before
+
+
+def test_a_lane_moved_off_its_cores_goes_back_for_its_next_call():
+    split = split_cores(1)
+    assert split is not None, "this test needs two cores"
+    inner = WhereItRuns()
+    lanes = LaneEmbedder(inner, cores=split.model)
+    try:
+        lanes.embed_batch(["a"])
+        lane, _ = inner.where[0]
+        os.sched_setaffinity(lane, split.requests)  # as pin_threads does at serve start
+        lanes.embed_batch(["b"])
+    finally:
+        lanes.close()
+    assert inner.where[1] == (lane, set(split.model))
+
+
+def test_close_stops_the_lanes_and_later_calls_are_refused():
+    lanes = LaneEmbedder(RecordingEmbedder(), lanes=2)
+    lanes.embed_batch(["a"])
+    threads = list(lanes._threads)
+    assert len(threads) == 2 and all(t.is_alive() for t in threads)
+    lanes.close()
+    lanes.close()  # idempotent
+    assert not any(t.is_alive() for t in threads)
+    with pytest.raises(ConfigError, match="closed"):
+        lanes.embed_batch(["b"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"lanes": 0}, "lanes"),
+        ({"lanes": True}, "lanes"),
+        ({"max_batch": 0}, "max_batch"),
+        ({"max_batch": 2.5}, "max_batch"),
+        ({"cores": frozenset()}, "cores"),
+    ],
+)
+def test_bad_arguments_are_refused(kwargs, field):
+    with pytest.raises(InvalidInput) as refused:
+        LaneEmbedder(RecordingEmbedder(), **kwargs)
+    assert refused.value.field == field
