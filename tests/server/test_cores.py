@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -15,13 +15,10 @@ import pytest
 from memstack.embeddings import (
     BatchingEmbedder,
     EmbeddingSettings,
-    HashEmbedder,
     LocalEmbedder,
-    Vectors,
 )
 from memstack.server.cores import (
     CoreSplit,
-    PinnedEmbedder,
     pin_threads,
     split_cores,
     usable_cores,
@@ -56,44 +53,12 @@ def test_nothing_to_split_gives_no_split(lanes, allowed):
     assert split_cores(lanes, allowed) is None
 
 
-class WhereItRuns:
-    """Records the cores its calls may run on."""
-
-    def __init__(self) -> None:
-        self._inner = HashEmbedder(dim=8)
-        self.dim, self.model_id = self._inner.dim, self._inner.model_id
-        self.seen: list[set[int]] = []
-        self.fail = False
-
-    def embed_batch(self, texts: Sequence[str]) -> Vectors:
-        self.seen.append(os.sched_getaffinity(threading.get_native_id()))
-        if self.fail:
-            raise RuntimeError("the model failed")
-        return self._inner.embed_batch(texts)
-
-
 @pytest.fixture
 def own_thread() -> Iterator[None]:
     """The test's thread gets its core set back, whatever the test did to it."""
     before = os.sched_getaffinity(0)
     yield
     os.sched_setaffinity(0, before)
-
-
-@pytest.mark.usefixtures("own_thread")
-def test_a_call_runs_on_the_models_cores_and_its_thread_goes_back_after():
-    split = split_cores(1)
-    assert split is not None, "these tests need two cores"
-    inner = WhereItRuns()
-    pinned = PinnedEmbedder(inner, split)
-    before = os.sched_getaffinity(0)
-    assert pinned.embed_batch(["a"]).shape == (1, 8)
-    inner.fail = True
-    with pytest.raises(RuntimeError):
-        pinned.embed_batch(["b"])
-    assert inner.seen == [set(split.model), set(split.model)]
-    assert os.sched_getaffinity(0) == before  # also after the failed call
-    assert (pinned.dim, pinned.model_id) == (8, "hash:8")
 
 
 @pytest.mark.usefixtures("own_thread")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,20 +15,29 @@ from memstack.embeddings import HashEmbedder, Vectors
 from memstack.errors import ConfigError, InvalidInput, StoreUnavailable
 from memstack.server.cores import split_cores
 from memstack.server.lanes import LaneEmbedder
-from tests.embeddings.recording import RecordingEmbedder
+from tests.embeddings.recording import RecordingEmbedder, embed_within
 from tests.embeddings.test_batching import GatedEmbedder
 
 
 class WhereItRuns(RecordingEmbedder):
-    """Records, with each batch, the thread and the cores its call ran on."""
+    """Records, with each batch, the thread and the cores its call ran on; fails a batch
+    holding ``fail_on``."""
 
-    def __init__(self) -> None:
-        super().__init__(dim=8)
+    def __init__(self, fail_on: str | None = None) -> None:
+        super().__init__(dim=8, fail_on=fail_on)
         self.where: list[tuple[int, set[int]]] = []
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         self.where.append((threading.get_native_id(), os.sched_getaffinity(0)))
         return super().embed_batch(texts)
+
+
+def _queued(lanes: LaneEmbedder, count: int) -> None:
+    """Wait until ``count`` callers are queued behind the running call (30 s at most)."""
+    deadline = time.monotonic() + 30
+    while len(lanes._queue) < count:
+        assert time.monotonic() < deadline, f"{len(lanes._queue)} queued, not {count}"
+        time.sleep(0.005)
 
 
 class ShortRows(RecordingEmbedder):
@@ -59,8 +69,7 @@ def test_texts_arriving_during_a_call_wait_and_go_in_one_batch():
             first = pool.submit(lanes.embed_batch, ["first"])
             assert inner.first_inside.wait(30)
             later = [pool.submit(lanes.embed_batch, [f"later {i}"]) for i in range(3)]
-            while len(lanes._queue) < 3:  # all three queued behind the running call
-                threading.Event().wait(0.005)
+            _queued(lanes, 3)  # all three behind the running call
             inner.release.set()
             assert first.result(30).shape == (1, 32)
             assert all(f.result(30).shape == (1, 32) for f in later)
@@ -79,11 +88,9 @@ def test_a_batch_holds_at_most_max_batch_texts_and_never_splits_a_caller():
             first = pool.submit(lanes.embed_batch, ["a"])
             assert inner.first_inside.wait(30)
             two = pool.submit(lanes.embed_batch, ["b1", "b2"])
-            while len(lanes._queue) < 1:
-                threading.Event().wait(0.005)
+            _queued(lanes, 1)
             five = pool.submit(lanes.embed_batch, [f"c{i}" for i in range(5)])
-            while len(lanes._queue) < 2:
-                threading.Event().wait(0.005)
+            _queued(lanes, 2)
             inner.release.set()
             assert first.result(30).shape == (1, 32)
             assert two.result(30).shape == (2, 32)
@@ -99,7 +106,8 @@ def test_a_failed_call_fails_each_of_its_callers_and_the_lane_goes_on():
     try:
         with pytest.raises(StoreUnavailable, match="poison"):
             lanes.embed_batch(["poison", "fine"])
-        assert lanes.embed_batch(["after"]).shape == (1, 32)
+        # Had the lane died with the call, this one would wait forever.
+        assert embed_within(lanes, ["after"]).shape == (1, 32)
     finally:
         lanes.close()
 
@@ -128,16 +136,19 @@ def test_bad_texts_are_refused_in_the_callers_thread_and_never_queued():
 def test_calls_run_on_the_lanes_threads_and_cores_not_the_callers():
     split = split_cores(1)
     assert split is not None, "this test needs two cores"
-    inner = WhereItRuns()
+    inner = WhereItRuns(fail_on="b")
     lanes = LaneEmbedder(inner, cores=split.model)
     before = os.sched_getaffinity(0)
     try:
-        lanes.embed_batch(["a"])
-        lanes.embed_batch(["b"])
+        assert lanes.embed_batch(["a"]).shape == (1, 8)
+        with pytest.raises(StoreUnavailable):
+            lanes.embed_batch(["b"])
+        assert os.sched_getaffinity(0) == before  # also after the failed call
+        assert lanes.embed_batch(["c"]).shape == (1, 8)
     finally:
         lanes.close()
     caller = threading.get_native_id()
-    assert [cores for _, cores in inner.where] == [set(split.model)] * 2
+    assert [cores for _, cores in inner.where] == [set(split.model)] * 3
     assert all(thread != caller for thread, _ in inner.where)
     assert len({thread for thread, _ in inner.where}) == 1  # one lane, one thread
     assert os.sched_getaffinity(0) == before

@@ -1,35 +1,29 @@
 """Cores of their own for the local model's calls, apart from the request threads.
 
-A ``memstack serve`` process runs the local model's calls (``BatchingEmbedder`` lanes,
-``services.model_lanes``) beside Python request threads that hand the GIL to each other
-thousands of times a second. Each handoff wakes a thread, and the scheduler may wake it
-on the core where a model call runs: the call, which holds no GIL, is set back again and
-again. In ``memstack bench server`` runs on 2 cores, a model call's forward pass got 76%
-of a core (45 ms wall for 35 ms of CPU), and with one lane busy the whole run, the lane
-bounds the server.
+A ``memstack serve`` process runs the local model's calls (``services.model_lanes`` of
+them at once) beside Python request threads that hand the GIL to each other thousands
+of times a second. Each handoff wakes a thread, and the scheduler may wake it on the
+core where a model call runs: the call, which holds no GIL, is set back again and again.
+In ``memstack bench server`` runs on 2 cores, a model call's forward pass got 76% of a
+core (45 ms wall for 35 ms of CPU), and with one lane busy the whole run, the lane bounds
+the server.
 
 So the server splits the cores it may use: the lanes' cores for model calls, the others
-for everything else. ``memstack serve`` makes the model's calls from threads that stay
-on the model's cores (``lanes.LaneEmbedder``); ``PinnedEmbedder`` is for a caller that
-makes them from its own threads: it moves the calling thread onto the model's cores for
-the call and back after it. ``pin_threads`` moves every thread of the process onto the
-request cores when the server starts (threads started later inherit it). Linux only
-(``os.sched_setaffinity``); elsewhere, or with fewer than two cores to split, nothing is
-pinned.
+for everything else. The model's calls are made by threads that stay on the model's
+cores (``lanes.LaneEmbedder``), and ``pin_threads`` moves every other thread of the
+process onto the request cores when the server starts (threads started later inherit
+it). Linux only (``os.sched_setaffinity``); elsewhere, or with fewer than two cores to
+split, nothing is pinned.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from memstack.embeddings import Embedder, Vectors
-from memstack.embeddings.base import EmbedderWrapper
-
-__all__ = ["CoreSplit", "PinnedEmbedder", "pin_threads", "split_cores", "usable_cores"]
+__all__ = ["CoreSplit", "pin_threads", "split_cores", "usable_cores"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,22 +66,3 @@ def pin_threads(cores: frozenset[int]) -> int:
             continue
         moved += 1
     return moved
-
-
-class PinnedEmbedder(EmbedderWrapper):
-    """``inner``, with each call made from the model's cores of ``split``: the calling
-    thread moves there for the call and back to the cores it had after it, however the
-    call ends. Same ``dim`` and ``model_id`` as ``inner``."""
-
-    def __init__(self, inner: Embedder, split: CoreSplit) -> None:
-        self.inner = inner
-        self.split = split
-
-    def embed_batch(self, texts: Sequence[str]) -> Vectors:
-        thread = threading.get_native_id()
-        before = os.sched_getaffinity(thread)
-        os.sched_setaffinity(thread, self.split.model)
-        try:
-            return self.inner.embed_batch(texts)
-        finally:
-            os.sched_setaffinity(thread, before)

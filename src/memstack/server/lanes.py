@@ -1,10 +1,10 @@
 """LaneEmbedder: the local model's calls made by threads of its own, kept on the model's cores.
 
-``memstack serve`` gives the local model cores of its own (``cores.split_cores``). With
-``BatchingEmbedder`` and ``PinnedEmbedder``, the request thread that collected a batch
-made the call: it moved onto the model's core for the call and back after it, and the
-next batch waited for the next collector, a request thread on the busy request core, to
-wake, collect, move over and tokenize. In a ``memstack bench server`` run the model's
+``memstack serve`` gives the local model cores of its own (``cores.split_cores``). When
+the request thread that collected a batch (``BatchingEmbedder``) made the call, it moved
+onto the model's core for the call and back after it, and the next batch waited for the
+next collector, a request thread on the busy request core, to wake, collect, move over
+and tokenize. In a ``memstack bench server`` run the model's
 core sat idle 9% of the time between calls while texts waited.
 
 Here each lane is a thread that stays on the model's cores: it takes whatever texts are
