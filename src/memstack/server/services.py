@@ -138,14 +138,14 @@ def model_lanes(model: Embedder, cores: int | None = None) -> int | None:
     two of the ``cores`` it may use (by default those this process may run on, as
     ``cores.split_cores`` counts them), at least one; for a remote one, no limit.
 
-    The local model computes on this machine's cores, and a small call costs far more per
-    text than a large one (one short text about 5 ms of CPU, in batches of 8 about 3 ms;
-    more again on a core the request threads just used). With one lane on 2 cores, texts
-    that arrive while a call runs wait and go in the next call together: in a
-    ``memstack bench server`` run, calls went from 1.5 texts to 6, and a text's share of
-    their CPU from 8.4 ms to 6.1 ms; the other core is left to the request threads. A
-    remote model computes elsewhere: its calls wait on the network, and a limit would only
-    queue them."""
+    The local model computes on this machine's cores, and a small call costs more per
+    text than a large one (measured on 2 cores: one short text 4.3-6.4 ms of CPU, in
+    batches of 6 to 9 3.5-4.4 ms; more again on a core the request threads just used).
+    With one lane on 2 cores, texts that arrive while a call runs wait and go in the next
+    call together: in a ``memstack bench server`` run, calls went from 1.5 texts to 6, and
+    a text's share of their CPU from 8.4 ms to 6.1 ms; the other core is left to the
+    request threads. A remote model computes elsewhere: its calls wait on the network,
+    and a limit would only queue them."""
     if not isinstance(model, LocalEmbedder):
         return None
     return max(1, (cores or usable_cores()) // 2)
