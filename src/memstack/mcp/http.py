@@ -12,7 +12,6 @@ checks are off because no request is served without a key a browser page cannot 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
@@ -84,7 +83,7 @@ class _BearerGate:
             message = "missing Bearer token: send the header `Authorization: Bearer <api key>`."
             await error_response(401, "unauthorized", message)(scope, receive, send)
             return
-        found = await asyncio.to_thread(self.keys.authenticate, token.strip())
+        found = await self.keys.principal(token.strip())
         if found is None:
             await error_response(401, "unauthorized", "invalid or revoked API key.")(
                 scope, receive, send

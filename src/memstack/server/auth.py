@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 
 from fastapi import Depends, HTTPException
@@ -26,7 +25,7 @@ def bearer_principal(keys: ApiKeys) -> Callable[..., Awaitable[Principal]]:
             raise HTTPException(
                 401, "missing Bearer token: send the header `Authorization: Bearer <api key>`."
             )
-        found = await asyncio.to_thread(keys.authenticate, credentials.credentials)
+        found = await keys.principal(credentials.credentials)
         if found is None:
             raise HTTPException(401, "invalid or revoked API key.")
         return found

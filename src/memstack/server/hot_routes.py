@@ -24,7 +24,6 @@ It sits inside ``BodyLimit``, so an oversized body is refused with 413 while it 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Final
@@ -85,7 +84,7 @@ class HotRoutes:
         # The body first: it costs no I/O, and one FastAPI refuses goes there without
         # a key lookup here that FastAPI would make again.
         request = _parsed(model, body)
-        caller = None if request is None else await asyncio.to_thread(self.keys.authenticate, token)
+        caller = None if request is None else await self.keys.principal(token)
         if request is None or caller is None:
             await self.app(scope, again, send)
             return

@@ -3,15 +3,27 @@
 A raw key is ``msk_<id>_<secret>``. Only the SHA-256 of the whole key is stored, in the
 record store's ``Namespace("auth", "keys")`` under ``<id>``; checking a key fetches that one
 record and compares digests in constant time. The raw key is shown once, at creation.
+
+``authenticate`` reads the store on every call. A server checks keys with ``principal``
+instead: a key that checked out is trusted for ``recheck_s`` seconds (default
+``RECHECK_S``, 1 s) without reading the store again, so most requests' keys are checked
+from memory, with no store read and no worker thread. Creating or revoking a key through
+the same ``ApiKeys`` forgets every verified key at once; a key revoked by another process
+(``memstack keys revoke`` while a server runs) stops working within ``recheck_s``. Only
+keys that checked out are kept (by digest, never the raw key), at most ``cached_keys`` of
+them; a wrong key is read from the store every time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import hashlib
 import hmac
 import re
 import secrets
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final
 
@@ -21,9 +33,12 @@ from memstack.service.principal import Principal
 from memstack.service.types import check_id_part
 from memstack.storage import Namespace, Record, RecordStore
 
-__all__ = ["ApiKeys", "KeyInfo"]
+__all__ = ["RECHECK_S", "ApiKeys", "KeyInfo"]
 
 NAMESPACE: Final = Namespace("auth", "keys")
+RECHECK_S: Final = 1.0
+"""Seconds a verified key is trusted before the store is read again (``ApiKeys``): one
+store read a second per key, and a revocation from another process takes effect within it."""
 _RAW = re.compile(r"^msk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
 
 
@@ -47,9 +62,32 @@ class KeyInfo:
 
 
 class ApiKeys:
-    def __init__(self, records: RecordStore, *, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        records: RecordStore,
+        *,
+        clock: Clock | None = None,
+        recheck_s: float = RECHECK_S,
+        cached_keys: int = 1_024,
+    ) -> None:
+        if (
+            isinstance(recheck_s, bool)
+            or not isinstance(recheck_s, int | float)
+            or not (0 <= recheck_s <= 3_600)
+        ):
+            raise InvalidInput(
+                f"recheck_s is {recheck_s!r}; pass seconds between 0 and 3600 (0: read the "
+                "store for every key).",
+                field="recheck_s",
+            )
+        if isinstance(cached_keys, bool) or not isinstance(cached_keys, int) or cached_keys < 1:
+            raise InvalidInput(
+                f"cached_keys is {cached_keys!r}; pass a whole number >= 1.", field="cached_keys"
+            )
         self.records = records
         self.clock: Clock = clock or SystemClock()
+        self.recheck_s = float(recheck_s)
+        self._verified = _Verified(cached_keys)
 
     def create(
         self, *, tenant: str, agents: list[str] | None = None, label: str | None = None
@@ -77,25 +115,48 @@ class ApiKeys:
             revoked_at=None,
         )
         self.records.upsert([_record(info, _digest(raw))])
+        self._verified.clear()
         return raw, info
 
     def authenticate(self, raw: str) -> Principal | None:
         """The principal a raw key stands for, or None for an unknown, malformed or
-        revoked key."""
-        match = _RAW.match(raw or "")
+        revoked key; read from the store every time."""
+        match = _RAW.match(raw) if isinstance(raw, str) else None
         if match is None:
             return None
+        checked_at, generation = self.clock.now(), self._verified.generation
         found = self.records.get(NAMESPACE, [match.group(1)])
         if not found:
             return None
         record = found[0]
         stored = str(record.metadata.get("digest", ""))
-        if not hmac.compare_digest(stored, _digest(raw)):
+        digest = _digest(raw)
+        if not hmac.compare_digest(stored, digest):
             return None
         info = _info(record)
         if not info.active:
             return None
-        return Principal(tenant=info.tenant, agents=frozenset(info.agents) if info.agents else None)
+        principal = Principal(
+            tenant=info.tenant, agents=frozenset(info.agents) if info.agents else None
+        )
+        self._verified.put(digest, principal, checked_at, generation)
+        return principal
+
+    async def principal(self, raw: str) -> Principal | None:
+        """As ``authenticate``, but a key it accepted less than ``recheck_s`` ago is
+        answered from memory (``verified``); otherwise the store is read in a worker
+        thread."""
+        known = self.verified(raw)
+        if known is not None:
+            return known
+        return await asyncio.to_thread(self.authenticate, raw)
+
+    def verified(self, raw: str) -> Principal | None:
+        """The principal of a key ``authenticate`` accepted less than ``recheck_s`` ago
+        (and not forgotten since), from memory; None when the store must be read."""
+        if not isinstance(raw, str) or not raw.startswith("msk_") or self.recheck_s <= 0:
+            return None
+        return self._verified.get(_digest(raw), self.clock.now(), self.recheck_s)
 
     def list(self, *, tenant: str | None = None) -> builtins.list[KeyInfo]:
         keys: builtins.list[KeyInfo] = []
@@ -120,10 +181,49 @@ class ApiKeys:
             now = self.clock.now()
             info = KeyInfo(**{**vars(info), "revoked_at": now})
             self.records.upsert([_record(info, str(record.metadata.get("digest", "")))])
+        self._verified.clear()
         return info
 
     def count_active(self) -> int:
         return sum(1 for k in self.list() if k.active)
+
+
+class _Verified:
+    """Principals of keys that checked out, by digest, with when they were checked; the
+    ``size`` most recently used. Thread-safe. ``generation`` counts the ``clear`` calls:
+    a check that read the store before a key was revoked here is not kept after it."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._keys: OrderedDict[str, tuple[Principal, float]] = OrderedDict()
+        self.generation = 0
+
+    def get(self, digest: str, now: float, recheck_s: float) -> Principal | None:
+        with self._lock:
+            found = self._keys.get(digest)
+            if found is None:
+                return None
+            principal, checked_at = found
+            if not 0 <= now - checked_at < recheck_s:  # stale, or the clock went back
+                del self._keys[digest]
+                return None
+            self._keys.move_to_end(digest)
+            return principal
+
+    def put(self, digest: str, principal: Principal, checked_at: float, generation: int) -> None:
+        with self._lock:
+            if generation != self.generation:
+                return
+            self._keys[digest] = (principal, checked_at)
+            self._keys.move_to_end(digest)
+            while len(self._keys) > self._size:
+                self._keys.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._keys.clear()
+            self.generation += 1
 
 
 def _digest(raw: str) -> str:
