@@ -104,6 +104,7 @@ def test_the_services_pin_the_local_model_only_when_asked(tmp_path, provider, pi
         if expected is not None:
             assert expected.model  # two cores here: something to pin
             assert (inner.cores, inner.lanes) == (expected.model, model_lanes(LocalEmbedder()))
+            assert inner.spill_cores == expected.requests  # spills into the requests' idle time
     finally:
         services.close()
 

@@ -169,11 +169,73 @@ def test_a_lane_moved_off_its_cores_goes_back_for_its_next_call():
     assert inner.where[1] == (lane, set(split.model))
 
 
+class HeldWhereItRuns(GatedEmbedder):
+    """GatedEmbedder (the first call waits for ``release``) that also records, with each
+    batch, its thread, cores and scheduling policy."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.where: list[tuple[list[str], int, set[int], int]] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        here = (threading.get_native_id(), os.sched_getaffinity(0), os.sched_getscheduler(0))
+        with self._count_lock:
+            self.where.append((list(texts), *here))
+        return super().embed_batch(texts)
+
+
+def test_the_spill_lane_embeds_waiting_texts_while_the_lane_is_busy():
+    split = split_cores(1)
+    assert split is not None, "this test needs two cores"
+    inner = HeldWhereItRuns()
+    lanes = LaneEmbedder(inner, cores=split.model, spill_cores=split.requests, spill_batch=2)
+    reference = HashEmbedder(dim=32)
+    callers = [["s0"], ["s1", "s2"], ["s3", "s4", "s5"], ["s6"]]
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            first = pool.submit(lanes.embed_batch, ["first"])
+            assert inner.first_inside.wait(30)
+            later = [pool.submit(lanes.embed_batch, texts) for texts in callers]
+            # Every one is answered while the lane is still held in its call.
+            for texts, future in zip(callers, later, strict=True):
+                np.testing.assert_array_equal(future.result(30), reference.embed_batch(texts))
+            assert not first.done()
+            inner.release.set()
+            np.testing.assert_array_equal(first.result(30), reference.embed_batch(["first"]))
+    finally:
+        lanes.close()
+    lane = inner.where[0]
+    assert (lane[0], lane[2]) == (["first"], set(split.model))
+    spilled = inner.where[1:]
+    assert sorted(t for texts, *_ in spilled for t in texts) == [f"s{i}" for i in range(7)]
+    for texts, thread, cores, policy in spilled:
+        assert thread != lane[1] and cores == set(split.requests)
+        assert policy == os.SCHED_IDLE
+        # At most spill_batch texts, unless one caller brought more: it is never split.
+        assert len(texts) <= 2 or texts == ["s3", "s4", "s5"]
+
+
+def test_the_spill_lane_takes_nothing_while_a_lane_is_free():
+    split = split_cores(1)
+    assert split is not None, "this test needs two cores"
+    inner = WhereItRuns()
+    lanes = LaneEmbedder(inner, cores=split.model, spill_cores=split.requests)
+    try:
+        for n in range(20):
+            lanes.embed_batch([f"t{n}"])
+        threads = [thread.native_id for thread in lanes._threads]
+    finally:
+        lanes.close()
+    assert len(threads) == 2  # the lane and the spill lane
+    assert {thread for thread, _ in inner.where} == {threads[0]}
+    assert all(cores == set(split.model) for _, cores in inner.where)
+
+
 def test_close_stops_the_lanes_and_later_calls_are_refused():
-    lanes = LaneEmbedder(RecordingEmbedder(), lanes=2)
+    lanes = LaneEmbedder(RecordingEmbedder(), lanes=2, spill_cores=frozenset({0}))
     lanes.embed_batch(["a"])
     threads = list(lanes._threads)
-    assert len(threads) == 2 and all(t.is_alive() for t in threads)
+    assert len(threads) == 3 and all(t.is_alive() for t in threads)  # two lanes, one spill
     lanes.close()
     lanes.close()  # idempotent
     assert not any(t.is_alive() for t in threads)
@@ -189,6 +251,8 @@ def test_close_stops_the_lanes_and_later_calls_are_refused():
         ({"max_batch": 0}, "max_batch"),
         ({"max_batch": 2.5}, "max_batch"),
         ({"cores": frozenset()}, "cores"),
+        ({"spill_batch": 0}, "spill_batch"),
+        ({"spill_cores": frozenset()}, "spill_cores"),
     ],
 )
 def test_bad_arguments_are_refused(kwargs, field):

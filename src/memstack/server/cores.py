@@ -12,8 +12,9 @@ So the server splits the cores it may use: the lanes' cores for model calls, the
 for everything else. The model's calls are made by threads that stay on the model's
 cores (``lanes.LaneEmbedder``), and ``pin_threads`` moves every other thread of the
 process onto the request cores when the server starts (threads started later inherit
-it). Linux only (``os.sched_setaffinity``); elsewhere, or with fewer than two cores to
-split, nothing is pinned.
+it); a spill lane at idle priority embeds on the request cores only when they have
+nothing else to run. Linux only (``os.sched_setaffinity``); elsewhere, or with fewer
+than two cores to split, nothing is pinned.
 """
 
 from __future__ import annotations

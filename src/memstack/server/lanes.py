@@ -14,6 +14,15 @@ Texts that arrive while every lane is busy wait and go in the next call together
 batches grow with the load. A caller blocks until its rows or the call's error arrive;
 its texts are checked before they are queued, so one bad item never fails another
 caller's batch. Threads start with the first call and stop at ``close()``.
+
+With ``spill_cores`` (``memstack serve`` passes the request cores), one more thread, the
+spill lane, runs there at the lowest priority the platform offers an unprivileged thread
+(``SCHED_IDLE`` on Linux): while every lane is in a call and texts wait, it takes up to
+``spill_batch`` of them and embeds them in the request cores' idle time. In ``memstack
+bench server`` runs the model's core was 95% busy, the lane's, while the request core sat
+idle a fifth of the time. The request threads never wait for it: any runnable one takes
+the core first. Its callers do wait for it, so it takes few texts, and only when the
+lanes could not have taken them.
 """
 
 from __future__ import annotations
@@ -57,18 +66,30 @@ class LaneEmbedder(EmbedderWrapper):
         lanes: int = 1,
         cores: frozenset[int] | None = None,
         max_batch: int = 64,
+        spill_cores: frozenset[int] | None = None,
+        spill_batch: int = 2,
     ) -> None:
-        for name, value in (("lanes", lanes), ("max_batch", max_batch)):
+        numbers = (("lanes", lanes), ("max_batch", max_batch), ("spill_batch", spill_batch))
+        for name, value in numbers:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidInput(f"{name} is {value!r}; pass a whole number >= 1.", field=name)
         if cores is not None and not cores:
             raise InvalidInput("cores is empty; pass the cores to run on, or None.", field="cores")
+        if spill_cores is not None and not spill_cores:
+            raise InvalidInput(
+                "spill_cores is empty; pass the cores to spill onto, or None for no spill lane.",
+                field="spill_cores",
+            )
         self.inner = inner
         self.lanes = lanes
         self.cores = cores
         self.max_batch = max_batch
+        self.spill_cores = spill_cores
+        self.spill_batch = spill_batch
         self._lock = threading.Lock()
         self._queued = threading.Condition(self._lock)
+        self._spill_wanted = threading.Condition(self._lock)
+        self._busy = 0  # lanes inside a call
         self._queue: deque[_Request] = deque()
         self._threads: list[threading.Thread] = []
         self._closed = False
@@ -85,6 +106,7 @@ class LaneEmbedder(EmbedderWrapper):
                 self._start()
             self._queue.append(request)
             self._queued.notify()
+            self._wake_spill()
         try:
             request.done.wait()
         finally:
@@ -99,6 +121,7 @@ class LaneEmbedder(EmbedderWrapper):
         with self._lock:
             self._closed = True
             self._queued.notify_all()
+            self._spill_wanted.notify_all()
             threads, self._threads = self._threads, []
         for thread in threads:
             thread.join()
@@ -111,41 +134,97 @@ class LaneEmbedder(EmbedderWrapper):
             )
             thread.start()
             self._threads.append(thread)
+        if self.spill_cores is not None:
+            thread = threading.Thread(target=self._spill, name="memstack-model-spill", daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
     def _lane(self) -> None:
         while (batch := self._next_batch()) is not None:
             if self.cores is not None:
                 # Every call: a thread started before ``pin_threads`` moved the process.
                 os.sched_setaffinity(0, self.cores)
-            self._embed(batch)
+            self._embed(batch, lane=True)
+
+    def _spill(self) -> None:
+        _lowest_priority()
+        while (batch := self._next_spill()) is not None:
+            if self.spill_cores is not None:
+                os.sched_setaffinity(0, self.spill_cores)
+            self._embed(batch, lane=False)
 
     def _next_batch(self) -> list[_Request] | None:
-        """The queued callers to embed together, oldest first; None once closed and empty."""
+        """The queued callers to embed together, oldest first; None once closed and empty.
+        The lane counts as busy from here until its call ends."""
         with self._lock:
             while not self._queue:
                 if self._closed:
                     return None
                 self._queued.wait()
-            batch = [self._queue.popleft()]
-            count = len(batch[0].texts)
-            while self._queue and count + len(self._queue[0].texts) <= self.max_batch:
-                count += len(self._queue[0].texts)
-                batch.append(self._queue.popleft())
+            self._busy += 1
+            batch = self._take(self.max_batch)
+            self._wake_spill()
             return batch
 
-    def _embed(self, batch: list[_Request]) -> None:
+    def _next_spill(self) -> list[_Request] | None:
+        """At most ``spill_batch`` texts' callers, once every lane is busy and texts
+        wait; None once closed (the lanes embed what is left)."""
+        with self._lock:
+            while not (self._queue and self._busy >= self.lanes):
+                if self._closed:
+                    return None
+                self._spill_wanted.wait()
+            return self._take(self.spill_batch)
+
+    def _take(self, most: int) -> list[_Request]:
+        """The oldest queued callers, up to ``most`` texts (at least one caller; lock held)."""
+        batch = [self._queue.popleft()]
+        count = len(batch[0].texts)
+        while self._queue and count + len(self._queue[0].texts) <= most:
+            count += len(self._queue[0].texts)
+            batch.append(self._queue.popleft())
+        return batch
+
+    def _wake_spill(self) -> None:
+        """Wake the spill lane if texts wait while every lane is busy (lock held)."""
+        if self.spill_cores is not None and self._queue and self._busy >= self.lanes:
+            self._spill_wanted.notify()
+
+    def _embed(self, batch: list[_Request], *, lane: bool) -> None:
         """One call of ``inner`` over the batch; its rows, or its error, to every caller.
-        The lane lives on whatever the call raises."""
+        A ``lane`` counts as free again before its callers are answered. The thread lives
+        on whatever the call raises."""
         texts = [text for request in batch for text in request.texts]
+        error: BaseException | None = None
         try:
             vectors = rows_of(self.inner, texts)
         except BaseException as exc:
-            for request in batch:
-                request.error = exc
-                request.done.set()
-            return
+            error = exc
+        finally:
+            if lane:
+                with self._lock:
+                    self._busy -= 1
         offset = 0
         for request in batch:
-            request.rows = vectors[offset : offset + len(request.texts)]
-            offset += len(request.texts)
+            if error is not None:
+                request.error = error
+            else:
+                request.rows = vectors[offset : offset + len(request.texts)]
+                offset += len(request.texts)
             request.done.set()
+
+
+def _lowest_priority() -> None:
+    """This thread at the lowest priority an unprivileged thread may take: ``SCHED_IDLE``
+    on Linux (it runs only when its cores have nothing else to run), else nice 19."""
+    if hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            return
+        except OSError:
+            pass
+    if hasattr(os, "setpriority"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except OSError:
+            pass

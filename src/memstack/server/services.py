@@ -96,7 +96,9 @@ def open_services(
             if cores is None or lanes is None:
                 embedder = CachedEmbedder(BatchingEmbedder(model, max_running=lanes))
             else:  # the model's calls made by threads that stay on its cores
-                lane_embedder = LaneEmbedder(model, lanes=lanes, cores=cores.model)
+                lane_embedder = LaneEmbedder(
+                    model, lanes=lanes, cores=cores.model, spill_cores=cores.requests
+                )
                 embedder = CachedEmbedder(lane_embedder)
     except BaseException:
         records.close()
@@ -141,11 +143,12 @@ def model_lanes(model: Embedder, cores: int | None = None) -> int | None:
     The local model computes on this machine's cores, and a small call costs more per
     text than a large one (measured on 2 cores: one short text 4.3-6.4 ms of CPU, in
     batches of 6 to 9 3.5-4.4 ms; more again on a core the request threads just used).
-    With one lane on 2 cores, texts that arrive while a call runs wait and go in the next
-    call together: in a ``memstack bench server`` run, calls went from 1.5 texts to 6, and
-    a text's share of their CPU from 8.4 ms to 6.1 ms; the other core is left to the
-    request threads. A remote model computes elsewhere: its calls wait on the network,
-    and a limit would only queue them."""
+    With one lane on 2 cores, texts that arrive while a call runs wait and go in the
+    next call together: in a ``memstack bench server`` run, calls went from 1.5 texts to
+    6, and a text's share of their CPU from 8.4 ms to 6.1 ms; the other core is left to
+    the request threads, and to a spill lane that embeds in their idle time (``lanes``).
+    A remote model computes elsewhere: its calls wait on the network, and a limit would
+    only queue them."""
     if not isinstance(model, LocalEmbedder):
         return None
     return max(1, (cores or usable_cores()) // 2)
