@@ -18,6 +18,7 @@ from memstack.server import routes
 from memstack.server.app import create_app
 from memstack.server.hot_routes import HotRoutes
 from memstack.server.services import Services, open_services
+from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET
 from memstack.service.principal import Principal
 from tests.server.conftest import Keys, auth, make_keys
 
@@ -158,6 +159,66 @@ async def test_hot_routes_answer_exactly_as_fastapi_does(pair: Pair, frozen_keys
     assert {200, 201, 400, 401, 403, 413, 422} <= set(answered), answered
 
 
+def _list_requests(keys: Keys) -> list[tuple[str, str, dict[str, str]]]:
+    """(id, query string, headers): listings the hot route answers and every kind it
+    leaves to FastAPI."""
+    good = auth(keys.acme)
+    return [
+        ("list", "", good),
+        ("agent", "agent_id=bot", good),
+        ("page", "agent_id=bot&limit=1&offset=1", good),
+        ("limits", f"limit={MAX_LIST_LIMIT}&offset={MAX_LIST_OFFSET}", good),
+        ("past the end", "agent_id=bot&offset=7", good),
+        ("non-ASCII agent", "agent_id=%E5%90%8D%E5%89%8D", good),
+        ("encoded agent", "agent_id=b%6Ft", good),
+        ("bad agent id", "agent_id=-no", good),
+        ("blank agent", "agent_id=", good),
+        ("long agent", "agent_id=" + "a" * 129, good),
+        ("limit 0", "limit=0", good),
+        ("limit too high", f"limit={MAX_LIST_LIMIT + 1}", good),
+        ("offset too high", f"offset={MAX_LIST_OFFSET + 1}", good),
+        ("limit word", "limit=ten", good),
+        ("limit plus", "limit=%2B5", good),
+        ("limit padded", "limit=05", good),
+        ("limit spaced", "limit=%205", good),
+        ("limit float", "limit=2.0", good),
+        ("negative offset", "offset=-1", good),
+        ("repeated", "agent_id=bot&agent_id=ops", good),
+        ("scope", "agent_id=bot&scope=agent", good),
+        ("as_of", "as_of=1700000000", good),
+        ("unknown", "colour=red", good),
+        ("flag only", "agent_id", good),
+        ("forbidden agent", "agent_id=billing", auth(keys.acme_bot_only)),
+        ("allowed agent", "agent_id=bot", auth(keys.acme_bot_only)),
+        ("other tenant", "agent_id=bot", auth(keys.other)),
+        ("no key", "", {}),
+        ("bad key", "agent_id=bot", auth("msk_nope_nope")),
+        ("basic scheme", "", {"Authorization": f"Basic {keys.acme}"}),
+    ]
+
+
+async def test_the_list_hot_route_answers_exactly_as_fastapi_does(pair: Pair, frozen_keys: Keys):
+    headers = {**auth(frozen_keys.acme), **JSON_TYPE}
+    for n in range(3):
+        await pair.plain.post("/api/memories", headers=headers, json={**STORE, "key": f"k{n}"})
+    # A global memory too: a listing of agent_id alone shows it, one with scope=agent not.
+    shared = {**STORE, "key": "shared", "scope": "global"}
+    assert (await pair.plain.post("/api/memories", headers=headers, json=shared)).is_success
+    answered: dict[int, int] = {}
+    for name, query, request_headers in _list_requests(frozen_keys):
+        path = f"/api/memories?{query}" if query else "/api/memories"
+        hot = await pair.hot.get(path, headers=request_headers)
+        plain = await pair.plain.get(path, headers=request_headers)
+        assert (hot.status_code, hot.content) == (plain.status_code, plain.content), name
+        assert hot.headers == plain.headers, name
+        answered[hot.status_code] = answered.get(hot.status_code, 0) + 1
+    assert {200, 401, 403, 422} <= set(answered), answered
+    listed = (await pair.hot.get("/api/memories?agent_id=bot&limit=2", headers=headers)).json()
+    # The clock stands still: the store's order is by id then; a page of two of the four.
+    assert len({m["key"] for m in listed["memories"]} & {"k0", "k1", "k2", "shared"}) == 2
+    assert listed["total"] == 4
+
+
 class ThroughFastAPI(Exception):
     """Raised by the FastAPI routes' answers in the test below."""
 
@@ -169,18 +230,26 @@ async def test_the_hot_routes_answer_without_the_fastapi_routes(
         raise ThroughFastAPI
 
     # The FastAPI routes look these up in their module when called; HotRoutes holds its own.
+    def refuse_page(*args: object) -> None:
+        raise ThroughFastAPI
+
     monkeypatch.setattr(routes, "stored", refuse)
     monkeypatch.setattr(routes, "searched", refuse)
+    monkeypatch.setattr(routes, "page_out", refuse_page)
     headers = {**auth(frozen_keys.acme), **JSON_TYPE}
     async with _client(frozen, hot_routes=True) as client:
         stored = await client.post("/api/memories", headers=headers, json=STORE)
         found = await client.post("/api/memories/search", headers=headers, json=SEARCH)
+        listed = await client.get("/api/memories?agent_id=bot&limit=5", headers=headers)
     assert stored.status_code == 201 and stored.json()["value"] == STORE["value"]
     assert [h["memory"]["key"] for h in found.json()["results"]] == ["lang"]
+    assert [m["key"] for m in listed.json()["memories"]] == ["lang"]
     async with _client(frozen, hot_routes=False) as client:
         for path, body in (("/api/memories", STORE), ("/api/memories/search", SEARCH)):
             with pytest.raises(ThroughFastAPI):
                 await client.post(path, headers=headers, json=body)
+        with pytest.raises(ThroughFastAPI):
+            await client.get("/api/memories?agent_id=bot&limit=5", headers=headers)
 
 
 async def test_a_client_gone_mid_body_gets_nothing_stored_and_no_answer(

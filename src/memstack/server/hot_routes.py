@@ -1,23 +1,27 @@
-"""The two busiest routes, answered without FastAPI's per-request machinery.
+"""The three busiest routes, answered without FastAPI's per-request machinery.
 
-``POST /api/memories`` and ``POST /api/memories/search`` are half and a third of a memory
-server's requests in ``memstack bench server``'s default mix. For each, FastAPI resolves
-the route and its dependencies, validates the body, then validates and serializes the
-answer again through its response model: in a ``py-spy --gil`` profile under that load,
-uvicorn, Starlette and FastAPI held the GIL about half the time.
+``POST /api/memories``, ``POST /api/memories/search`` and ``GET /api/memories`` are half,
+a third and a fifth of a memory server's requests in ``memstack bench server``'s default
+mix. For each, FastAPI resolves the route and its dependencies, validates the body or
+query, then validates and serializes the answer again through its response model: in a
+``py-spy --gil`` profile under that load, uvicorn, Starlette and FastAPI held the GIL
+about half the time.
 
-``HotRoutes`` answers these two directly over ASGI, with what the FastAPI routes use:
-the same Bearer keys (``ApiKeys.authenticate``), the same request models, the same
-service calls and answers (``routes.stored``, ``routes.searched``) and the same error
-bodies (``errors.service_error_response``). A request it cannot be sure to answer as
-FastAPI would goes on to the FastAPI app unchanged, its body included, and is answered
-there as before:
+``HotRoutes`` answers these directly over ASGI, with what the FastAPI routes use: the
+same Bearer keys (``ApiKeys.principal``), the same request models, the same service calls
+and answers (``routes.stored``, ``routes.searched``, ``MemoryService.list`` and
+``schemas.page_out``) and the same error bodies (``errors.service_error_response``). A
+request it cannot be sure to answer as FastAPI would goes on to the FastAPI app
+unchanged, its body included, and is answered there as before:
 
 - another method or path, or a ``root_path``;
-- no ``Content-Type: application/json``;
+- a body without ``Content-Type: application/json``;
 - no Bearer key, or one that does not authenticate (FastAPI answers the 401);
 - a body that is not JSON, or that the request model refuses (FastAPI answers the
-  400 or 422 with every field's error).
+  400 or 422 with every field's error);
+- a listing with any query parameter but ``agent_id``, ``limit`` and ``offset``, one of
+  them twice, or a value FastAPI might read otherwise than plain digits and an id of
+  1-128 characters (FastAPI answers, a 422 where it refuses one).
 
 It sits inside ``BodyLimit``, so an oversized body is refused with 413 while it reads.
 """
@@ -25,8 +29,11 @@ It sits inside ``BodyLimit``, so an oversized body is refused with 413 while it 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Final
+from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ValidationError
 from starlette.responses import JSONResponse
@@ -34,11 +41,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstack.server.errors import service_error_response
 from memstack.server.routes import searched, stored
-from memstack.server.schemas import MemoryCreate, SearchRequest
+from memstack.server.schemas import MemoryCreate, SearchRequest, page_out
 from memstack.server.services import Services
 from memstack.service.api_keys import ApiKeys
-from memstack.service.memories import MemoryService
+from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemoryService
 from memstack.service.principal import Principal
+from memstack.service.types import MAX_ID_PART_CHARS
 
 __all__ = ["HotRoutes"]
 
@@ -60,6 +68,15 @@ _ROUTES: Final[dict[tuple[str, str], tuple[type[BaseModel], _Answer, int]]] = {
     ("POST", "/api/memories"): (MemoryCreate, _store, 201),
     ("POST", "/api/memories/search"): (SearchRequest, _search, 200),
 }
+_LIST: Final = ("GET", "/api/memories")
+_DIGITS: Final = re.compile(r"0|[1-9][0-9]{0,8}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ListQuery:
+    agent_id: str | None = None
+    limit: int = 50  # the FastAPI route's defaults
+    offset: int = 0
 
 
 class HotRoutes:
@@ -71,6 +88,9 @@ class HotRoutes:
         self.memories: MemoryService = services.memories
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if _is_list(scope):
+            await self._list(scope, receive, send)
+            return
         route = _route(scope)
         token = _bearer_token(scope) if route is not None else None
         if route is None or token is None or not _sends_json(scope):
@@ -97,6 +117,55 @@ class HotRoutes:
         else:
             response = JSONResponse(out.model_dump(mode="json"), status_code=status)
         await response(scope, again, send)
+
+    async def _list(self, scope: Scope, receive: Receive, send: Send) -> None:
+        query = _list_query(scope.get("query_string", b""))
+        token = _bearer_token(scope) if query is not None else None
+        caller = None if token is None else await self.keys.principal(token)
+        if query is None or caller is None:
+            await self.app(scope, receive, send)
+            return
+        try:
+            page = await self.memories.list(
+                caller, agent_id=query.agent_id, limit=query.limit, offset=query.offset
+            )
+        except Exception as exc:
+            response = service_error_response(exc)
+            if response is None:
+                raise
+        else:
+            response = JSONResponse(page_out(page).model_dump(mode="json"))
+        await response(scope, receive, send)
+
+
+def _is_list(scope: Scope) -> bool:
+    return (
+        scope["type"] == "http"
+        and not scope.get("root_path")
+        and (scope["method"], scope["path"]) == _LIST
+    )
+
+
+def _list_query(raw: bytes) -> _ListQuery | None:
+    """The listing's parameters, read as Starlette reads a query string; None for any
+    the FastAPI route should read itself."""
+    pairs = parse_qsl(raw.decode("latin-1"), keep_blank_values=True)
+    names = [name for name, _ in pairs]
+    if len(set(names)) != len(names) or not set(names) <= {"agent_id", "limit", "offset"}:
+        return None
+    given = dict(pairs)
+    agent_id = given.get("agent_id")
+    if agent_id is not None and not 1 <= len(agent_id) <= MAX_ID_PART_CHARS:
+        return None
+    numbers: dict[str, int] = {}
+    for name, low, high in (("limit", 1, MAX_LIST_LIMIT), ("offset", 0, MAX_LIST_OFFSET)):
+        text = given.get(name)
+        if text is None:
+            continue
+        if not _DIGITS.fullmatch(text) or not low <= int(text) <= high:
+            return None
+        numbers[name] = int(text)
+    return _ListQuery(agent_id=agent_id, **numbers)
 
 
 def _route(scope: Scope) -> tuple[type[BaseModel], _Answer, int] | None:
