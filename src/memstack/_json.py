@@ -25,6 +25,17 @@ def to_json(value: object, *, field: str = "value") -> JSON:
     return _copy(value, field, 0)
 
 
+def copy_json(value: JSON) -> JSON:
+    """A deep copy of a value already checked as JSON (``to_json``): its dicts and lists
+    are new, the rest shared (immutable). Nothing is checked; ``copy.deepcopy`` did the
+    same for stored metadata at 32 us a record, against a few us here."""
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    return value
+
+
 def _copy(value: object, path: str, depth: int) -> JSON:
     if depth > _MAX_DEPTH:
         raise InvalidInput(

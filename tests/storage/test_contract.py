@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memstack._json import JSON
 from memstack.clock import ManualClock
 from memstack.errors import InvalidInput, NotFound
 from memstack.storage import Filter, Record, RecordStore, ScoredRecord, get_one
@@ -89,13 +90,26 @@ def test_get_one(store: RecordStore) -> None:
 
 
 def test_returned_metadata_is_a_copy(store: RecordStore) -> None:
-    store.upsert([rec("a", metadata={"tags": ["x"]})])
-    got = store.get("ns", ["a"])[0]
-    tags = got.metadata["tags"]
-    assert isinstance(tags, list)
-    tags.append("mutated")
-    got.metadata["new"] = 1
-    assert store.get("ns", ["a"])[0].metadata == {"tags": ["x"]}
+    metadata: dict[str, JSON] = {"tags": ["x"], "deep": {"rows": [{"n": 1}], "ok": True}}
+    store.upsert([rec("a", embedding=[1, 0], metadata=metadata)])
+    reads = [
+        lambda: store.get("ns", ["a"])[0],
+        lambda: store.list("ns")[0],
+        lambda: store.vector_search("ns", [1, 0], k=1)[0].record,
+        lambda: store.text_search("ns", "text", k=1)[0].record,
+    ]
+    # Twice each, in turn: a later read may come from a store's cache of records.
+    for read in reads * 2:
+        got = read()
+        tags, deep = got.metadata["tags"], got.metadata["deep"]
+        assert isinstance(tags, list) and isinstance(deep, dict)
+        rows = deep["rows"]
+        assert isinstance(rows, list) and isinstance(rows[0], dict)
+        tags.append("mutated")
+        rows[0]["n"] = 2
+        deep["new"] = None
+        got.metadata["new"] = 1
+        assert store.get("ns", ["a"])[0].metadata == metadata
 
 
 def test_delete_counts_what_existed(store: RecordStore) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -10,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstack._filled import filled
-from memstack._json import JSON
+from memstack._json import JSON, copy_json
 
 __all__ = [
     "Filter",
@@ -98,10 +97,11 @@ def own_copy(record: Record) -> Record:
 
 
 def own_metadata(metadata: dict[str, JSON]) -> dict[str, JSON]:
-    """A copy of ``metadata``, deep only when it nests lists or objects."""
+    """A copy of ``metadata`` (JSON, checked when written), deep only when it nests lists
+    or objects."""
     for value in metadata.values():
         if isinstance(value, dict | list):
-            return copy.deepcopy(metadata)
+            return {key: copy_json(item) for key, item in metadata.items()}
     return metadata.copy()
 
 
