@@ -231,6 +231,24 @@ def test_the_spill_lane_takes_nothing_while_a_lane_is_free():
     assert all(cores == set(split.model) for _, cores in inner.where)
 
 
+def test_cores_the_process_may_not_use_leave_the_call_where_it_is():
+    # Core 4095 exists nowhere here: sched_setaffinity refuses it, as it would a core a
+    # container lost. Had the lane died of it, the call would wait forever.
+    lanes = LaneEmbedder(RecordingEmbedder(), cores=frozenset({4095}))
+    try:
+        assert embed_within(lanes, ["a"]).shape == (1, 32)
+    finally:
+        lanes.close()
+
+
+def test_cores_on_a_platform_without_affinity_are_refused(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delattr(os, "sched_setaffinity")
+    for kwargs in ({"cores": frozenset({1})}, {"spill_cores": frozenset({0})}):
+        with pytest.raises(ConfigError, match="sched_setaffinity"):
+            LaneEmbedder(RecordingEmbedder(), **kwargs)  # type: ignore[arg-type]
+    LaneEmbedder(RecordingEmbedder()).close()  # without cores, nothing to pin
+
+
 def test_close_stops_the_lanes_and_later_calls_are_refused():
     lanes = LaneEmbedder(RecordingEmbedder(), lanes=2, spill_cores=frozenset({0}))
     lanes.embed_batch(["a"])

@@ -80,6 +80,11 @@ class LaneEmbedder(EmbedderWrapper):
                 "spill_cores is empty; pass the cores to spill onto, or None for no spill lane.",
                 field="spill_cores",
             )
+        if (cores is not None or spill_cores is not None) and not hasattr(os, "sched_setaffinity"):
+            raise ConfigError(
+                "this platform cannot keep threads on given cores (no os.sched_setaffinity); "
+                "pass cores=None and spill_cores=None."
+            )
         self.inner = inner
         self.lanes = lanes
         self.cores = cores
@@ -141,16 +146,14 @@ class LaneEmbedder(EmbedderWrapper):
 
     def _lane(self) -> None:
         while (batch := self._next_batch()) is not None:
-            if self.cores is not None:
-                # Every call: a thread started before ``pin_threads`` moved the process.
-                os.sched_setaffinity(0, self.cores)
+            # Every call: a thread started before ``pin_threads`` moved the process.
+            _pin(self.cores)
             self._embed(batch, lane=True)
 
     def _spill(self) -> None:
         _lowest_priority()
         while (batch := self._next_spill()) is not None:
-            if self.spill_cores is not None:
-                os.sched_setaffinity(0, self.spill_cores)
+            _pin(self.spill_cores)
             self._embed(batch, lane=False)
 
     def _next_batch(self) -> list[_Request] | None:
@@ -214,17 +217,26 @@ class LaneEmbedder(EmbedderWrapper):
             request.done.set()
 
 
-def _lowest_priority() -> None:
-    """This thread at the lowest priority an unprivileged thread may take: ``SCHED_IDLE``
-    on Linux (it runs only when its cores have nothing else to run), else nice 19."""
-    if hasattr(os, "SCHED_IDLE"):
+def _pin(cores: frozenset[int] | None) -> None:
+    """This thread onto ``cores`` (None: left where it is). A set the process may no
+    longer use (its container's cores changed) leaves it where it is: the call still runs."""
+    if cores is not None:
         try:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-            return
+            os.sched_setaffinity(0, cores)
         except OSError:
             pass
-    if hasattr(os, "setpriority"):
+
+
+def _lowest_priority() -> None:
+    """This thread at the lowest priority an unprivileged thread may take: ``SCHED_IDLE``
+    (it runs only when its cores have nothing else to run; the scheduler still gives it a
+    sliver of a busy core, so what it holds is embedded in the end), else nice 19. Linux,
+    where a spill lane runs (it needs ``sched_setaffinity``): there both apply to the
+    calling thread only."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
         try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        except OSError:
+            os.setpriority(os.PRIO_PROCESS, 0, 19)
+        except (AttributeError, OSError):
             pass
