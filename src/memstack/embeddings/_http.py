@@ -21,6 +21,7 @@ from typing import Any, Final, Self
 import httpx
 import numpy as np
 
+from memstack._counts import check_whole
 from memstack._json import JSON
 from memstack.embeddings.base import Vectors, check_texts, l2_normalize
 from memstack.errors import ConfigError, InvalidInput, StoreUnavailable
@@ -55,8 +56,9 @@ class RemoteEmbedder(ABC):
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidInput("model is empty; pass an embedding model name.", field="model")
-        _check_positive(dim, "dim", optional=True)
-        _check_positive(batch_size, "batch_size", optional=False)
+        if dim is not None:
+            check_whole(dim, "dim")
+        check_whole(batch_size, "batch_size")
         self.model = model
         self.batch_size = batch_size
         self._dim = dim
@@ -200,10 +202,3 @@ def _detail(response: httpx.Response) -> str:
         error = error.get("message")
     text = error if isinstance(error, str) else response.text
     return text[:_MAX_DETAIL]
-
-
-def _check_positive(value: int | None, field: str, *, optional: bool) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInput(f"{field} is {value!r}; pass a whole number >= 1.", field=field)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memstack._counts import check_whole
 from memstack.embeddings.base import Embedder, EmbedderWrapper, Vectors, check_texts, rows_of
 from memstack.errors import InvalidInput
 
@@ -99,10 +100,7 @@ class BatchingEmbedder(EmbedderWrapper):
                 f"max_wait_ms is {max_wait_ms!r}; pass a number of milliseconds >= 0.",
                 field="max_wait_ms",
             )
-        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
-            raise InvalidInput(
-                f"max_batch is {max_batch!r}; pass a whole number >= 1.", field="max_batch"
-            )
+        check_whole(max_batch, "max_batch")
         if max_running is not None and (
             isinstance(max_running, bool) or not isinstance(max_running, int) or max_running < 1
         ):

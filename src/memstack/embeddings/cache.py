@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from memstack._counts import check_whole
 from memstack.embeddings.base import Embedder, EmbedderWrapper, Vectors, check_texts
-from memstack.errors import InvalidInput
 
 __all__ = ["CachedEmbedder"]
 
@@ -33,8 +33,8 @@ class CachedEmbedder(EmbedderWrapper):
     def __init__(
         self, inner: Embedder, *, max_entries: int = 1024, max_text_chars: int = 2048
     ) -> None:
-        _check_count(max_entries, "max_entries")
-        _check_count(max_text_chars, "max_text_chars")
+        check_whole(max_entries, "max_entries")
+        check_whole(max_text_chars, "max_text_chars")
         self.inner = inner
         self.max_entries = max_entries
         self.max_text_chars = max_text_chars
@@ -76,11 +76,6 @@ class CachedEmbedder(EmbedderWrapper):
                 self._vectors.move_to_end(text)
             while len(self._vectors) > self.max_entries:
                 self._vectors.popitem(last=False)
-
-
-def _check_count(value: int, field: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInput(f"{field} is {value!r}; pass a whole number >= 1.", field=field)
 
 
 def _frozen(row: Vectors) -> Vectors:

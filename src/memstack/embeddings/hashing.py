@@ -17,8 +17,8 @@ from typing import Final
 
 import numpy as np
 
+from memstack._counts import check_whole
 from memstack.embeddings.base import Vectors, check_texts, l2_normalize
-from memstack.errors import InvalidInput
 
 __all__ = ["HashEmbedder"]
 
@@ -31,8 +31,7 @@ class HashEmbedder:
     """Deterministic feature-hashing embedder; ``model_id`` is ``"hash:<dim>"``."""
 
     def __init__(self, *, dim: int = 64) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise InvalidInput(f"dim is {dim!r}; pass a whole number >= 1.", field="dim")
+        check_whole(dim, "dim")
         self._dim = dim
 
     @property

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from memstack._counts import check_whole
 from memstack.embeddings.base import Vectors, check_texts, l2_normalize
 from memstack.embeddings.signal import computing
-from memstack.errors import ConfigError, InvalidInput
+from memstack.errors import ConfigError
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
@@ -109,12 +110,12 @@ class LocalEmbedder:
         threads: int | None = None,
         parallel: int | None = None,
     ) -> None:
-        _check_int(max_length, "max_length", low=2, high=_POSITIONS)
-        _check_int(batch_size, "batch_size", low=1, high=None)
+        check_whole(max_length, "max_length", low=2, high=_POSITIONS)
+        check_whole(batch_size, "batch_size")
         if threads is not None:
-            _check_int(threads, "threads", low=1, high=None)
+            check_whole(threads, "threads")
         if parallel is not None:
-            _check_int(parallel, "parallel", low=1, high=None)
+            check_whole(parallel, "parallel")
         self.parallel = parallel if parallel is not None else os.cpu_count() or 1
         self._model_path = None if model_path is None else Path(model_path)
         self.max_length = max_length
@@ -274,14 +275,3 @@ def _load_tokenizer(max_length: int) -> Tokenizer:
     tokenizer.no_padding()  # the file pads to 128; batches are padded in _run
     tokenizer.enable_truncation(max_length)
     return tokenizer
-
-
-def _check_int(value: int, field: str, *, low: int, high: int | None) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < low
-        or (high is not None and value > high)
-    ):
-        bounds = f"between {low} and {high}" if high is not None else f">= {low}"
-        raise InvalidInput(f"{field} is {value!r}; pass a whole number {bounds}.", field=field)

@@ -32,6 +32,7 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 
+from memstack._counts import check_whole
 from memstack.embeddings.base import Embedder, EmbedderWrapper, Vectors, check_texts, rows_of
 from memstack.errors import ConfigError, InvalidInput
 
@@ -69,10 +70,12 @@ class LaneEmbedder(EmbedderWrapper):
         spill_cores: frozenset[int] | None = None,
         spill_batch: int = 2,
     ) -> None:
-        numbers = (("lanes", lanes), ("max_batch", max_batch), ("spill_batch", spill_batch))
-        for name, value in numbers:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidInput(f"{name} is {value!r}; pass a whole number >= 1.", field=name)
+        for name, value in (
+            ("lanes", lanes),
+            ("max_batch", max_batch),
+            ("spill_batch", spill_batch),
+        ):
+            check_whole(value, name)
         if cores is not None and not cores:
             raise InvalidInput("cores is empty; pass the cores to run on, or None.", field="cores")
         if spill_cores is not None and not spill_cores:

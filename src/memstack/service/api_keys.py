@@ -27,6 +27,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final
 
+from memstack._counts import check_whole
 from memstack.clock import Clock, SystemClock
 from memstack.errors import InvalidInput, NotFound
 from memstack.service.principal import Principal
@@ -80,10 +81,7 @@ class ApiKeys:
                 "store for every key).",
                 field="recheck_s",
             )
-        if isinstance(cached_keys, bool) or not isinstance(cached_keys, int) or cached_keys < 1:
-            raise InvalidInput(
-                f"cached_keys is {cached_keys!r}; pass a whole number >= 1.", field="cached_keys"
-            )
+        check_whole(cached_keys, "cached_keys")
         self.records = records
         self.clock: Clock = clock or SystemClock()
         self.recheck_s = float(recheck_s)

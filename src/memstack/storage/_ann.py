@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from memstack._counts import check_whole
 from memstack.errors import ConfigError, InvalidInput
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ class AnnIndex:
             (expansion_add, "expansion_add"),
             (expansion_search, "expansion_search"),
         ):
-            _check_count(value, field)
+            check_whole(value, field)
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
             raise InvalidInput("threads must be 0 (every core) or a positive int.", field="threads")
         self.dim = dim
@@ -210,7 +211,7 @@ class AnnIndex:
         """The ``k`` nearest allowed keys to ``query`` and their cosines, highest first;
         ``fetch``: how many nearest keys to ask the graph for first (default ``k``), more
         when ``allowed`` is expected to reject some."""
-        _check_count(k, "k")
+        check_whole(k, "k")
         vector = self._check_query(query)
         size = len(self._index)
         fetch = min(max(k, fetch or k), size)
@@ -280,11 +281,6 @@ class AnnIndex:
         if not np.isfinite(norm) or norm == 0.0:
             raise InvalidInput("query must be finite and not all zeros.", field="vector")
         return vector / np.float32(norm)
-
-
-def _check_count(value: object, field: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInput(f"{field} must be a positive int; got {value!r}.", field=field)
 
 
 def _check_keys(keys: npt.ArrayLike) -> Keys:
