@@ -226,16 +226,13 @@ class ThroughFastAPI(Exception):
 async def test_the_hot_routes_answer_without_the_fastapi_routes(
     frozen: Services, frozen_keys: Keys, monkeypatch: pytest.MonkeyPatch
 ):
-    async def refuse(*args: object) -> None:
+    async def refuse(*args: object, **kwargs: object) -> None:
         raise ThroughFastAPI
 
     # The FastAPI routes look these up in their module when called; HotRoutes holds its own.
-    def refuse_page(*args: object) -> None:
-        raise ThroughFastAPI
-
     monkeypatch.setattr(routes, "stored", refuse)
     monkeypatch.setattr(routes, "searched", refuse)
-    monkeypatch.setattr(routes, "page_out", refuse_page)
+    monkeypatch.setattr(routes, "listed", refuse)
     headers = {**auth(frozen_keys.acme), **JSON_TYPE}
     async with _client(frozen, hot_routes=True) as client:
         stored = await client.post("/api/memories", headers=headers, json=STORE)

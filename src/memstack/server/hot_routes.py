@@ -9,10 +9,10 @@ about half the time.
 
 ``HotRoutes`` answers these directly over ASGI, with what the FastAPI routes use: the
 same Bearer keys (``ApiKeys.principal``), the same request models, the same service calls
-and answers (``routes.stored``, ``routes.searched``, ``MemoryService.list`` and
-``schemas.page_out``) and the same error bodies (``errors.service_error_response``). A
-request it cannot be sure to answer as FastAPI would goes on to the FastAPI app
-unchanged, its body included, and is answered there as before:
+and answers (``routes.stored``, ``routes.searched``, ``routes.listed``) and the same
+error bodies (``errors.service_error_response``). A request it cannot be sure to answer
+as FastAPI would goes on to the FastAPI app unchanged, its body included, and is
+answered there as before:
 
 - another method or path, or a ``root_path``;
 - a body without ``Content-Type: application/json``;
@@ -40,8 +40,8 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstack.server.errors import service_error_response
-from memstack.server.routes import searched, stored
-from memstack.server.schemas import MemoryCreate, SearchRequest, page_out
+from memstack.server.routes import listed, searched, stored
+from memstack.server.schemas import MemoryCreate, SearchRequest
 from memstack.server.services import Services
 from memstack.service.api_keys import ApiKeys
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemoryService
@@ -126,15 +126,19 @@ class HotRoutes:
             await self.app(scope, receive, send)
             return
         try:
-            page = await self.memories.list(
-                caller, agent_id=query.agent_id, limit=query.limit, offset=query.offset
+            out = await listed(
+                self.memories,
+                caller,
+                agent_id=query.agent_id,
+                limit=query.limit,
+                offset=query.offset,
             )
         except Exception as exc:
             response = service_error_response(exc)
             if response is None:
                 raise
         else:
-            response = JSONResponse(page_out(page).model_dump(mode="json"))
+            response = JSONResponse(out.model_dump(mode="json"))
         await response(scope, receive, send)
 
 

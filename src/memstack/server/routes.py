@@ -107,7 +107,8 @@ def _memory_routes(services: Services) -> APIRouter:
     ) -> MemoryPageOut:
         """A page of memories, newest first: the current versions, or those valid
         ``as_of`` a moment, or every version (``include_superseded``); not both."""
-        page = await memories.list(
+        return await listed(
+            memories,
             caller,
             agent_id=agent_id,
             scope=scope,
@@ -119,7 +120,6 @@ def _memory_routes(services: Services) -> APIRouter:
             include_superseded=include_superseded,
             provenances=provenance,
         )
-        return page_out(page)
 
     @router.delete("/memories", responses=error_responses(*_ALWAYS, 403, 422))
     async def delete_memories(
@@ -188,6 +188,12 @@ async def stored(memories: MemoryService, caller: Principal, body: MemoryCreate)
         provenance_detail=body.provenance_detail,
     )
     return memory_out(memory)
+
+
+async def listed(memories: MemoryService, caller: Principal, **query: Any) -> MemoryPageOut:
+    """What ``GET /api/memories`` answers (also ``hot_routes``): ``query`` is
+    ``MemoryService.list``'s keyword arguments."""
+    return page_out(await memories.list(caller, **query))
 
 
 async def searched(
