@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -21,15 +21,13 @@ class CountingStore(SQLiteRecordStore):
     def __init__(self, path: Path, clock: ManualClock) -> None:
         super().__init__(path, clock=clock)
         self.gets = 0
-        self.during_get: list[object] = []
+        self.during_get: list[Callable[[], object]] = []
 
     def get(self, namespace: NamespaceLike, ids: Sequence[str]) -> builtins.list[Record]:
         self.gets += 1
         found = super().get(namespace, ids)
         while self.during_get:
-            hook = self.during_get.pop()
-            assert callable(hook)
-            hook()
+            self.during_get.pop()()
         return found
 
 
