@@ -13,14 +13,20 @@ build takes tens of seconds at 100k rows); searches scan exactly until it is rea
 it catches up with the writes made meanwhile and answers unfiltered searches. A search
 with a filter that keeps only some rows stays exact (filters never cost recall). The
 caller serializes every call; only the build runs beside it, on rows nobody writes.
+
+A build is stopped and joined by ``close`` and, for rows nobody closed, when the
+interpreter exits (``BackgroundBuild``): a daemon thread still inside the index's C++
+code while Python finalizes is torn down with ``pthread_exit``, which aborts the whole
+process (``terminate called without an active exception``, SIGABRT).
 """
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import threading
 from array import array
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -37,8 +43,54 @@ __all__ = ["VectorRows", "load_rows"]
 
 K = TypeVar("K", bound=Hashable)
 _MAX_CHUNK = 16_384
-_BUILD_STEP = 2_048  # rows per call while building, so closing stops a build soon
+_BUILD_STEP = 256  # rows per call while building, so closing stops a build within ~0.1 s
 Mask = npt.NDArray[np.bool_]
+
+
+class BackgroundBuild:
+    """One index build on a daemon thread, with the flag that stops it.
+
+    Every build in progress is listed in ``running`` so that ``stop_all``, registered
+    with ``atexit``, stops and joins them before the interpreter finalizes. The list is
+    process-wide because interpreter exit is: it holds only builds still running."""
+
+    running: set[BackgroundBuild] = set()
+    _guard = threading.Lock()
+
+    def __init__(self, work: Callable[[threading.Event], None]) -> None:
+        self.stopped = threading.Event()
+        self._work = work
+        self._thread = threading.Thread(target=self._run, name="memstack-ann-build", daemon=True)
+
+    def start(self) -> None:
+        with self._guard:
+            self.running.add(self)
+        self._thread.start()
+
+    def stop(self, *, wait: bool = True) -> None:
+        """Ask the build to stop; with ``wait``, return once its thread has ended."""
+        self.stopped.set()
+        if wait and self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            self._work(self.stopped)
+        finally:
+            with self._guard:
+                self.running.discard(self)
+
+    @classmethod
+    def stop_all(cls) -> None:
+        with cls._guard:
+            builds = list(cls.running)
+        for build in builds:
+            build.stop(wait=False)
+        for build in builds:
+            build.stop()
+
+
+atexit.register(BackgroundBuild.stop_all)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,7 +122,7 @@ class VectorRows(Generic[K]):
         self._background = background
         self._ann: AnnIndex | None = None
         self._generation = 0  # bumped when compaction renumbers the slots
-        self._building = False
+        self._building: BackgroundBuild | None = None
         self._built: _Built | None = None  # handed over by the build thread
 
     def __len__(self) -> int:
@@ -89,9 +141,21 @@ class VectorRows(Generic[K]):
         return self._ids.held(keys)
 
     def close(self) -> None:
-        """Stop a build in progress and drop the index (the rows stay searchable)."""
+        """Stop a build in progress (and wait for its thread) and drop the index (the
+        rows stay searchable)."""
+        building = self._drop_index()
+        if building is not None:
+            building.stop()
+
+    def _drop_index(self) -> BackgroundBuild | None:
+        """Forget the index and any build in progress, which stops at its next step;
+        return that build."""
+        building = self._building
         self._generation += 1
-        self._ann, self._building, self._built = None, False, None
+        self._ann, self._building, self._built = None, None, None
+        if building is not None:
+            building.stop(wait=False)
+        return building
 
     def ready(self) -> bool:
         """Whether searches run at full speed: the namespace is small enough to scan, or
@@ -138,7 +202,8 @@ class VectorRows(Generic[K]):
         self, query: Vector, k: int, allowed: Mask | None = None, *, exact: bool = False
     ) -> list[tuple[K, float]]:
         """The ``k`` best ``(key, cosine)`` among live slots where ``allowed`` (a mask over
-        slots; None: all). ``exact=True`` (a selective filter) never uses the index."""
+        slots; None: all), equal cosines by key (``top_k``). ``exact=True`` (a selective
+        filter) never uses the index."""
         return self.search_scoring(query, k, allowed, exact=exact)[0]
 
     def search_scoring(
@@ -161,14 +226,17 @@ class VectorRows(Generic[K]):
             # dead slots stay in the graph, masked: ask for more than k when there are some
             fetch = k if clean else 2 * k
             slots, scores = self._ann.search(query, k, allowed=lambda f: mask[f], fetch=fetch)
-            hits = [(self._key(int(s)), float(c)) for s, c in zip(slots, scores, strict=True)]
+            # The graph's hits in the scan's order, ties by key; which of the rows tied
+            # with the k-th hit the graph returns is not chosen by key (it is approximate).
+            order = top_k(scores, len(slots), lambda i: self._key(int(slots[i])))
+            hits = [(self._key(int(slots[i])), float(scores[i])) for i in order]
             return hits, self.cosines(query, keys) if keys else {}
         scores = np.clip(self._scores(query).astype(np.float64), -1.0, 1.0)
         if clean and allowed is None:  # every slot: no mask to apply
-            best = top_k(scores, k)
+            best = top_k(scores, k, self._key)
         else:
             rows = np.flatnonzero(self._mask(allowed))
-            best = rows[top_k(scores[rows], k)]
+            best = rows[top_k(scores[rows], k, lambda i: self._key(int(rows[i])))]
         hits = [(self._key(int(i)), float(scores[i])) for i in best]
         pairs = zip(keys, self._ids.find(keys), strict=True)
         return hits, {key: float(scores[slot]) for key, slot in pairs if slot is not None}
@@ -176,18 +244,19 @@ class VectorRows(Generic[K]):
     def nearest(
         self, queries: npt.NDArray[np.float32], allowed: Mask | None = None
     ) -> list[tuple[K, float] | None]:
-        """For each unit query row, the best ``(key, cosine)`` among allowed live slots:
-        one matrix product per chunk for the whole batch."""
+        """For each unit query row, the best ``(key, cosine)`` among allowed live slots
+        (of equal cosines, the smallest key): one matrix product per chunk for the whole
+        batch."""
         m = queries.shape[0]
         rows = np.flatnonzero(self._mask(allowed))
         if rows.size == 0:
             return [None] * m
         scores = np.concatenate([c @ queries.T for c in self._used_chunks()])[rows]
+        np.clip(scores, -1.0, 1.0, out=scores)  # a copy already (rows picked)
         best = np.argmax(scores, axis=0)
-        return [
-            (self._key(int(rows[b])), float(np.clip(scores[b, j], -1.0, 1.0)))
-            for j, b in enumerate(best)
-        ]
+        for j in np.flatnonzero(np.count_nonzero(scores == scores[best, range(m)], axis=0) > 1):
+            best[j] = top_k(scores[:, j], 1, lambda i: self._key(int(rows[i])))[0]
+        return [(self._key(int(rows[b])), float(scores[b, j])) for j, b in enumerate(best)]
 
     def cosines(self, query: Vector, keys: Sequence[K]) -> dict[K, float]:
         """The cosine of the unit ``query`` with each of ``keys`` held (expired or not)."""
@@ -262,34 +331,43 @@ class VectorRows(Generic[K]):
 
     def _use_index(self) -> bool:
         self._adopt()
-        if self._ann is None and not self._building and len(self._ids) >= self._ann_min_rows:
+        if self._ann is None and self._building is None and len(self._ids) >= self._ann_min_rows:
             self._start_build()
             self._adopt()
         return self._ann is not None
 
     def _start_build(self) -> None:
         """Index the slots there are now, in the background unless told otherwise."""
-        self._building = True
-        work = (self._generation, self.dim, self._used_chunks(), self._starts[:], len(self.keys))
+        generation, chunks, starts, upto = (
+            self._generation,
+            self._used_chunks(),
+            self._starts[:],
+            len(self.keys),
+        )
+
+        def work(stopped: threading.Event) -> None:
+            self._build(stopped, generation, chunks, starts, upto)
+
+        self._building = BackgroundBuild(work)
         if self._background:
-            threading.Thread(target=self._build, args=work, daemon=True).start()
+            self._building.start()
         else:
-            self._build(*work)
+            work(self._building.stopped)
 
     def _build(
         self,
+        stopped: threading.Event,
         generation: int,
-        dim: int,
         chunks: list[npt.NDArray[np.float32]],
         starts: list[int],
         upto: int,
     ) -> None:
         # beside the searches, on one core; slots are never reused and dead ones are
         # masked, so the index needs no table from keys to nodes (3.6 MB at 100k rows)
-        index = AnnIndex(dim, threads=1, key_lookups=False)
+        index = AnnIndex(self.dim, threads=1, key_lookups=False)
         for chunk, start in zip(chunks, starts, strict=True):
             for lo in range(0, len(chunk), _BUILD_STEP):
-                if self._generation != generation:
+                if stopped.is_set():
                     return  # closed or compacted meanwhile: nobody wants this index
                 part = chunk[lo : lo + _BUILD_STEP]
                 index.add(np.arange(start + lo, start + lo + len(part)), part)
@@ -300,7 +378,7 @@ class VectorRows(Generic[K]):
         built, self._built = self._built, None
         if built is None:
             return
-        self._building = False
+        self._building = None
         if built.generation != self._generation:
             return  # the slots were renumbered since; a later search starts anew
         for chunk, start in zip(self._used_chunks(), self._starts, strict=True):
@@ -315,7 +393,7 @@ class VectorRows(Generic[K]):
         live = self._ids.live_slots()
         matrix = np.concatenate(self._used_chunks())[live] if live else np.zeros((0, self.dim))
         expires = [self._expires[s] for s in live]
-        self.close()
+        self._drop_index()  # a build in progress stops by itself; no need to wait for it
         self._chunks, self._starts = ([matrix.astype(np.float32)], [0]) if live else ([], [])
         self._ids = KeyMap(self._ids.live_keys())
         self._alive = bytearray(b"\x01" * len(live))
