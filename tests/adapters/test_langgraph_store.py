@@ -303,6 +303,14 @@ def test_search_spans_the_namespaces_under_the_prefix(semantic: MemstackStore) -
     assert [(r.namespace, r.key) for r in results] == [(("u", "1"), "a"), (("u", "2"), "b")]
 
 
+def test_equal_scores_come_in_key_order_across_namespaces(semantic: MemstackStore) -> None:
+    semantic.put(("u", "1"), "b", {"text": "green tea"})
+    semantic.put(("u", "2"), "a", {"text": "green tea"})
+    results = semantic.search(("u",), query="green tea")
+    assert results[0].score == results[1].score
+    assert [(r.namespace, r.key) for r in results] == [(("u", "2"), "a"), (("u", "1"), "b")]
+
+
 def test_index_fields_choose_what_is_embedded(records: RecordStore, embedder: HashEmbedder) -> None:
     # after test_embed_with_path: one vector per item, of its index fields' texts
     store = MemstackStore(records, embedder=embedder, fields=["key0", "key1"])

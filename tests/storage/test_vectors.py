@@ -17,7 +17,19 @@ def test_unit_is_normalized_bit_for_bit() -> None:
     assert unit(np.asarray([3.0, 4.0], dtype=np.float32)).tolist() == pytest.approx([0.6, 0.8])
 
 
-def test_top_k_is_highest_first_with_ties_in_index_order() -> None:
+def test_top_k_is_highest_first_with_ties_by_key_even_at_the_k_boundary() -> None:
     scores = np.asarray([0.1, 0.9, 0.5, 0.9, -1.0, 0.5])
-    assert top_k(scores, 3).tolist() == [1, 3, 2]
-    assert top_k(scores, 10).tolist() == [1, 3, 2, 5, 0, 4]
+    keys = ["f", "e", "d", "c", "b", "a"]  # index order is the reverse of key order
+    assert top_k(scores, 3, keys.__getitem__).tolist() == [3, 1, 5]
+    assert top_k(scores, 10, keys.__getitem__).tolist() == [3, 1, 5, 2, 0, 4]
+    tied = np.zeros(50)
+    names = [f"r{i}" for i in range(50)]
+    assert [names[i] for i in top_k(tied, 3, names.__getitem__)] == ["r0", "r1", "r10"]
+
+
+def test_top_k_asks_for_keys_only_when_scores_tie() -> None:
+    def no_key(i: int) -> object:
+        raise AssertionError(f"key({i}) asked without a tie")
+
+    assert top_k(np.asarray([0.3, 0.1, 0.2, 0.4]), 2, no_key).tolist() == [3, 0]
+    assert top_k(np.asarray([0.3, 0.1, 0.3]), 1, lambda i: -i).tolist() == [2]

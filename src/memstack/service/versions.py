@@ -32,13 +32,18 @@ VERSION_OF: Final = "version_of"
 
 
 def version_id(memory_id: str, closed_at: float) -> str:
-    """The record id of a closed version of ``memory_id``: ``mem-<digest>~<closed at, µs,
-    hex><random>``. It sorts below the current ``mem_<digest>`` and by closing time
-    among the memory's versions, so a newest-first listing of every version shows a
-    memory, then its versions newest first (they share its ``created_at``)."""
-    stamp = max(0, round(closed_at * 1_000_000))
-    base = "mem-" + memory_id.removeprefix("mem_")
-    return f"{base}~{stamp:014x}{uuid.uuid4().hex[:6]}"
+    """The record id of a closed version of ``memory_id``: ``<memory id>~<µs from its
+    closing to _LAST_US, hex><random>``. It sorts above the memory's own id (a prefix
+    of it) and, among the memory's versions, the latest closed lowest; a newest-first
+    listing of every version (equal times by id ascending) shows a memory, then its
+    versions newest first (they share its ``created_at``). Versions closed before this
+    scheme (``mem-<digest>~<µs>``, for the opposite tie order) sort below the memory."""
+    stamp = min(max(0, round(closed_at * 1_000_000)), _LAST_US)
+    return f"{memory_id}~{_LAST_US - stamp:014x}{uuid.uuid4().hex[:6]}"
+
+
+_LAST_US: Final = 16**14 - 1
+"""The latest closing time a version id orders, in µs since the epoch (the year 4253)."""
 
 
 def next_version(memory: Memory, stored: Record | None) -> tuple[Memory, Record | None]:

@@ -223,8 +223,8 @@ class KeywordIndex(Generic[K]):
         allowed: Iterable[K] | None = None,
     ) -> list[tuple[K, float]]:
         """The ``k`` best ``(key, BM25)`` for any of ``words`` (plain lower-cased query
-        words), best first; rows expired at ``now`` (None: keep them) and keys outside
-        ``allowed`` (None: all) never come back."""
+        words), best first (equal scores by key, ``top_k``); rows expired at ``now``
+        (None: keep them) and keys outside ``allowed`` (None: all) never come back."""
         if self._buffered_rows() >= max(_PACK_MIN, self._packed_rows // _SEARCH_PACK):
             self.pack()
         n = len(self._ids)
@@ -246,7 +246,7 @@ class KeywordIndex(Generic[K]):
             keep[self._ids.slots(allowed)] = True
             live &= keep
         candidates = np.flatnonzero(live)
-        best = candidates[top_k(scores[candidates].astype(np.float64), k)]
+        best = candidates[top_k(scores[candidates], k, lambda i: keys[candidates[i]])]
         return [(keys[i], float(scores[i])) for i in best]
 
     def _scores(

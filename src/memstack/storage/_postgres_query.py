@@ -41,9 +41,9 @@ __all__ = [
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 ORDER_BY: dict[Order, str] = {
-    "created_desc": 'r.created_at DESC, r.id COLLATE "C" DESC',
+    "created_desc": 'r.created_at DESC, r.id COLLATE "C" ASC',
     "created_asc": 'r.created_at ASC, r.id COLLATE "C" ASC',
-    "updated_desc": 'r.updated_at DESC, r.id COLLATE "C" DESC',
+    "updated_desc": 'r.updated_at DESC, r.id COLLATE "C" ASC',
 }
 
 
@@ -158,7 +158,8 @@ def hnsw_vector_sql(schema: str, clause: str, dim: int) -> str:
     descent was measured to find the top 10 (``postgres.AWAY_LIMIT``). The distance is
     the index's expression and ``dim`` a literal, so the partial index matches; the CTE
     is materialized and sorted again because an iterative scan in ``relaxed_order`` may
-    return rows slightly out of order."""
+    return rows slightly out of order. Equal distances are ordered by id, but which of
+    the rows tied with the k-th the graph returns is not chosen by id (approximate)."""
     dim = int(dim)
     return (
         f"WITH hits AS MATERIALIZED (SELECT r.id,"
@@ -222,7 +223,8 @@ def text_capped_sql(schema: str, clause: str, words: Sequence[str], cap: int) ->
 
     A word that matches fewer than ``cap`` rows brings them all, so the result is the
     full ranking whenever no word is that common; a word that matches a third of a big
-    namespace brings the first ``cap`` rows the GIN index finds instead of all of them.
+    namespace brings the first ``cap`` rows the GIN index finds instead of all of them
+    (so ties at the ``k`` boundary are chosen by id only among the rows brought).
     """
     expression, _ = tsquery(words)
     per_word = " UNION ".join(

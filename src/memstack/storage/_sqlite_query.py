@@ -36,9 +36,9 @@ COLUMNS = (
 )
 
 ORDER_BY: dict[Order, str] = {
-    "created_desc": "r.created_at DESC, r.id DESC",
+    "created_desc": "r.created_at DESC, r.id ASC",
     "created_asc": "r.created_at ASC, r.id ASC",
-    "updated_desc": "r.updated_at DESC, r.id DESC",
+    "updated_desc": "r.updated_at DESC, r.id ASC",
 }
 
 UPSERT = """

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -23,9 +26,27 @@ def unit(vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return out
 
 
-def top_k(scores: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.intp]:
-    """Indices of the ``k`` highest scores, highest first (ties keep index order)."""
-    if scores.shape[0] > k:
-        part = np.argpartition(-scores, k - 1)[:k]
-        return part[np.argsort(-scores[part], kind="stable")]
-    return np.argsort(-scores, kind="stable")
+def top_k(
+    scores: npt.NDArray[np.floating[Any]], k: int, key: Callable[[int], object]
+) -> npt.NDArray[np.intp]:
+    """Indices of the ``k`` highest scores, highest first; exact ties are ordered by
+    ``key(index)`` ascending (the record id), at the ``k`` boundary too: of the rows that
+    tie with the ``k``-th score, those with the smallest keys are kept.
+
+    Only the candidates (the ``k`` best and the rows tied with the ``k``-th) are sorted,
+    and ``key`` is called only when two of them tie, so no Python loop runs over all the
+    scores."""
+    n = scores.shape[0]
+    if n > k:
+        kth = np.partition(scores, n - k)[n - k]
+        picked = np.flatnonzero(scores >= kth)
+    else:
+        picked = np.arange(n)
+    order = picked[np.argsort(-scores[picked], kind="stable")]
+    ranked = scores[order]
+    if (ranked[1:] == ranked[:-1]).any():
+        values = ranked.tolist()
+        ids = [key(int(i)) for i in order]
+        tied = sorted(range(len(order)), key=lambda j: (-values[j], ids[j]))
+        order = order[tied]
+    return order[:k]

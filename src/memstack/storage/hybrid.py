@@ -60,8 +60,9 @@ def hybrid_candidates(
     filters: Sequence[Filter | None] | None = None,
 ) -> list[HybridHit]:
     """Every candidate of ``namespaces`` with its similarity, keyword score and relevance,
-    most relevant first. ``vector=None`` searches by keywords only; ``model_id`` names the
-    model that embedded ``vector`` (a namespace of another model is a ``ConfigError``).
+    most relevant first (exact ties by record id ascending). ``vector=None`` searches by
+    keywords only; ``model_id`` names the model that embedded ``vector`` (a namespace of
+    another model is a ``ConfigError``).
 
     The candidates of all namespaces are fused once: keyword scores are divided by the
     best among all of them, so a weak match in one namespace never ties a strong one in
@@ -97,15 +98,16 @@ class Candidates:
     relevance: list[float]
 
     def hits(self) -> list[HybridHit]:
-        """One ``HybridHit`` per candidate, most relevant first (ties in gathered order),
-        each with a copy of its record."""
+        """One ``HybridHit`` per candidate, most relevant first (exact ties by record id
+        ascending, then in gathered order), each with a copy of its record."""
         return list(self.ranked())
 
     def ranked(self) -> Iterator[HybridHit]:
         """``hits`` one at a time, each record copied only when its hit is taken: a caller
         that keeps the first ``limit`` of a pool four times as large copies no more (a
         service search copied 40 records' nested metadata to return 10)."""
-        order = sorted(range(len(self.records)), key=self.relevance.__getitem__, reverse=True)
+        relevance, records = self.relevance, self.records
+        order = sorted(range(len(records)), key=lambda i: (-relevance[i], records[i].id))
         for i in order:
             yield HybridHit(
                 record=own_copy(self.records[i]),

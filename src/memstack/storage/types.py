@@ -27,7 +27,8 @@ Vector = npt.NDArray[np.float32]
 """A 1-D float32 embedding."""
 
 Order = Literal["created_desc", "created_asc", "updated_desc"]
-"""How ``RecordStore.list`` sorts; ties are broken by ``id`` in the same direction."""
+"""How ``RecordStore.list`` sorts; exact ties are ordered by ``id`` ascending, in every
+order (code point order: SQLite's BINARY collation, PostgreSQL's ``COLLATE "C"``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

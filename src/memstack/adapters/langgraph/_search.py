@@ -71,7 +71,7 @@ class Searcher:
             hits.extend(found)
             exhausted = exhausted and done
         if op.query:
-            hits.sort(key=lambda h: -(h[1] or 0.0))
+            hits.sort(key=lambda h: (-(h[1] or 0.0), h[0].id))
         else:
             hits.sort(key=lambda h: (-h[0].updated_at, h[0].id))
         page = hits[op.offset : want]
