@@ -9,8 +9,10 @@
      ├── InvalidInput (ValueError)     the developer passed a bad argument; ``field`` names it
      │    └── NotFound (LookupError)   the thing asked for does not exist
      ├── StoreUnavailable              operations: a backend (database, Redis, model) is down
- ├── ProviderError                 an LLM provider refused or failed a call (bad key,
- │                                 rate limit, server error); ``status`` when HTTP gave one
+     │    └── WriteConflict            a record changed between the read a write depended
+     │                                 on and the write; the write changed nothing
+     ├── ProviderError                 an LLM provider refused or failed a call (bad key,
+     │                                 rate limit, server error); ``status`` when HTTP gave one
      └── ToolInputError                the LLM passed bad tool arguments; the message is
                                        returned to the model as the tool result, so it
                                        says what to change
@@ -30,6 +32,7 @@ __all__ = [
     "ProviderError",
     "StoreUnavailable",
     "ToolInputError",
+    "WriteConflict",
 ]
 
 
@@ -64,6 +67,13 @@ class NotFound(InvalidInput, LookupError):
 
 class StoreUnavailable(MemstackError):
     """A backing service (database, Redis, embedding model) cannot be reached."""
+
+
+class WriteConflict(StoreUnavailable):
+    """A write was refused because a record it depended on changed after it was read
+    (another process or host wrote it first); nothing of the write was applied. Read
+    again and retry: the memory service does, a bounded number of times, then raises
+    this naming the memory (too many writers on it at once; retry later)."""
 
 
 class ProviderError(MemstackError):

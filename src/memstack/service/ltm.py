@@ -8,20 +8,28 @@ beside the current one. The cap closes what it evicts (``closed_reason="evicted"
 id) and deletes its id-index entry, so the index holds current memories only;
 ``history`` finds an evicted memory by looking in the buckets it is given. Reads return
 current versions unless they ask ``as_of`` or ``include_superseded``.
+
+One linear history per memory, whatever the number of writers (threads, processes,
+hosts on one database): a write reads the current version, computes the next one and
+writes it with an ``Expect`` of what it read, so the store applies it only if no other
+writer came in between (checked in its write transaction); otherwise it reads again and
+retries, at most ``TRIES`` times. Every acknowledged write is a version, each closed
+version's ``valid_to`` is the next one's ``valid_from``, and one version is current.
 """
 
 from __future__ import annotations
 
 import builtins
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from memstack._json import JSON, to_json
+from memstack.errors import WriteConflict
 from memstack.service.types import (
     SCOPES,
     Memory,
@@ -37,22 +45,28 @@ from memstack.service.versions import (
     next_version,
     starts,
 )
-from memstack.storage import Cap, Filter, Namespace, Order, Record, RecordStore
+from memstack.storage import Cap, Expect, Filter, Namespace, Order, Record, RecordStore
+from memstack.storage.backend import stamp
 from memstack.storage.namespace import decode_part, encode_part
 
 __all__ = [
     "FIRST_EPOCH",
+    "TRIES",
     "LongTermTier",
     "Written",
     "encode_part",
     "from_record",
     "memory_filter",
+    "retried",
 ]
 
 FIRST_EPOCH: Final = "0"
 """The epoch before anything ever bumped it."""
 _EPOCH_ID: Final = "short-term"
 _PAGE: Final = 1_000
+TRIES: Final = 50
+"""How many times a write of a memory is tried while other writers keep changing it."""
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,9 +118,11 @@ class LongTermTier:
         *,
         keep: int = 0,
         model_id: str | None = None,
+        over: Memory | None = None,
     ) -> Written:
         """Write the memory and its index entry in one transaction, keeping what it
-        replaces as history in the same one:
+        replaces as history in the same one, over the current version as it is when the
+        transaction commits (read again and retried while other writers change it):
 
         - a current version with another value is closed at ``memory.updated_at`` and kept
           (``versions.py``); the memory is valid from then. A change of metadata
@@ -117,15 +133,12 @@ class LongTermTier:
           ``keep`` are closed as evicted and their index entries deleted; the bucket keeps
           at most ``keep * MAX_VERSIONS`` closed records (earliest closed deleted first).
 
-        A version never outlives the memory's TTL at the time it was replaced."""
+        A version never outlives the memory's TTL at the time it was replaced.
+
+        ``over``: the current version the caller computed ``memory`` from (an update of
+        some of its fields); when the memory is no longer at it, ``WriteConflict`` at
+        once, for the caller to compute the write again, instead of a retry here."""
         namespace = self.namespace(memory.tenant, memory.bucket)
-        found = self.records.get(namespace, [memory.id])
-        memory, archived = next_version(memory, found[0] if found else None)
-        upserts = [_to_record(memory, embedding), self._index_record(memory)]
-        deletes: dict[Namespace | str, list[str]] = {}
-        if archived is not None:
-            upserts.append(archived)
-            deletes[namespace] = self._overflow(namespace, memory.id)
         index = self.index_namespace(memory.tenant).encode()
         cap = Cap(
             namespace=namespace.encode(),
@@ -134,13 +147,38 @@ class LongTermTier:
             close=True,
             keep_closed=keep * MAX_VERSIONS,
         )
-        result = self.records.write(
-            upserts=upserts,
-            deletes=deletes,
-            caps=[cap] if keep > 0 else (),
-            model_id=model_id,
-        )
-        return Written(memory=memory, evicted=result.evicted.get(namespace.encode(), []))
+
+        def attempt() -> Written:
+            seen = self._stored(namespace, memory.id)
+            if over is not None and (seen is None or stamp(seen) != stamp(_to_record(over))):
+                raise WriteConflict(f"memory {memory.id!r} changed since it was read.")
+            current = seen if seen is not None and self._live(seen) else None
+            written, archived = next_version(memory, current)
+            upserts = [_to_record(written, embedding), self._index_record(written)]
+            deletes: dict[Namespace | str, list[str]] = {}
+            if archived is not None:
+                upserts.append(archived)
+                deletes[namespace] = self._overflow(namespace, memory.id)
+            result = self.records.write(
+                upserts=upserts,
+                deletes=deletes,
+                caps=[cap] if keep > 0 else (),
+                model_id=model_id,
+                expect=[Expect(namespace=namespace.encode(), id=memory.id, seen=seen)],
+            )
+            return Written(memory=written, evicted=result.evicted.get(namespace.encode(), []))
+
+        return attempt() if over is not None else retried(attempt, f"memory {memory.id!r}")
+
+    def _stored(self, namespace: Namespace, memory_id: str) -> Record | None:
+        """The record with the memory's id as stored, expired or not: what a write of it
+        expects to replace."""
+        found = self.records.fetch(namespace, [memory_id], Filter(include_expired=True))
+        return found.get(memory_id)
+
+    def _live(self, record: Record) -> bool:
+        """Whether the record has not expired (an expired one is as good as gone)."""
+        return record.expires_at is None or record.expires_at > self.records.clock.now()
 
     def _index_record(self, memory: Memory) -> Record:
         return Record(
@@ -211,12 +249,23 @@ class LongTermTier:
 
     def delete(self, tenant: str, bucket: str, ids: Sequence[str]) -> None:
         """Erase these memories, every version of them and their index entries, in one
-        transaction: nothing of them remains (a hard delete is an erasure)."""
+        transaction: nothing of them remains (a hard delete is an erasure), not even a
+        version another writer added after the versions were listed (the delete expects
+        the records as it read them, and reads again if one changed)."""
+        if not ids:
+            return
         namespace = self.namespace(tenant, bucket)
-        versions = [r.id for r in self._versions(namespace, ids)] if ids else []
-        self.records.write(
-            deletes={namespace: [*ids, *versions], self.index_namespace(tenant): ids}
-        )
+
+        def attempt() -> None:
+            seen = self.records.fetch(namespace, ids, Filter(include_expired=True))
+            versions = [r.id for r in self._versions(namespace, ids)]
+            self.records.write(
+                deletes={namespace: [*ids, *versions], self.index_namespace(tenant): ids},
+                expect=[Expect(namespace=namespace.encode(), id=i, seen=seen.get(i)) for i in ids],
+            )
+
+        more = f" (and {len(ids) - 1} more)" if len(ids) > 1 else ""
+        retried(attempt, f"memory {ids[0]!r}{more}")
 
     def records_page(
         self,
@@ -276,6 +325,23 @@ class LongTermTier:
         return token
 
 
+def retried(attempt: Callable[[], _T], what: str) -> _T:
+    """``attempt()``, again while another writer changes what it read (``WriteConflict``),
+    at most ``TRIES`` times; then ``WriteConflict`` naming ``what`` (the memory)."""
+    for _ in range(TRIES - 1):
+        try:
+            return attempt()
+        except WriteConflict:
+            continue
+    try:
+        return attempt()
+    except WriteConflict as exc:
+        raise WriteConflict(
+            f"{what} was changed by other writers during each of {TRIES} tries to write "
+            "it; nothing of this write was applied: retry later."
+        ) from exc
+
+
 def memory_filter(
     *,
     scope: Scope | None = None,
@@ -313,7 +379,7 @@ def memory_filter(
     )
 
 
-def _to_record(memory: Memory, embedding: npt.NDArray[np.float32] | None) -> Record:
+def _to_record(memory: Memory, embedding: npt.NDArray[np.float32] | None = None) -> Record:
     return Record(
         id=memory.id,
         namespace=LongTermTier.namespace(memory.tenant, memory.bucket).encode(),

@@ -10,10 +10,17 @@ backend passes the same contract tests:
 - ``PostgresRecordStore`` (``PostgresBackend``): PostgreSQL with pgvector and tsvector
   (``memstack[postgres]``).
 
+Every ranked answer (vector, keyword and hybrid search, listings by time) has one order
+on every backend: exact ties are ordered by id ascending, at a ``k`` or ``limit``
+boundary too (the smallest ids are kept). Ids compare as Python strings, by code point:
+SQLite's BINARY collation and PostgreSQL's ``COLLATE "C"`` of UTF-8 text. Approximate
+(HNSW) searches order their hits so, but cannot choose among rows tied across the ``k``
+boundary inside the graph.
+
 ``open_record_store(url)`` builds one from a URL.
 """
 
-from memstack.storage.backend import Backend, Cap, NamespaceInfo, WriteResult
+from memstack.storage.backend import Backend, Cap, Expect, NamespaceInfo, WriteResult
 from memstack.storage.base import NamespaceLike, RecordStore, get_one
 from memstack.storage.factory import open_record_store
 from memstack.storage.memory import InMemoryBackend, InMemoryRecordStore
@@ -25,6 +32,7 @@ from memstack.storage.types import Filter, Order, Record, ScoredRecord, Vector
 __all__ = [
     "Backend",
     "Cap",
+    "Expect",
     "Filter",
     "InMemoryBackend",
     "InMemoryRecordStore",

@@ -4,7 +4,13 @@
 checked values: namespaces as encoded strings, deduplicated id lists, checked records,
 unit query vectors, query words, the clock's ``now``. A backend never re-validates; it
 stores, selects and ranks. Writes are batch-shaped: one ``WriteBatch`` (upserts,
-deletes, caps with their evictions, model claims) is one transaction.
+deletes, caps with their evictions, model claims, and the expectations it depends on)
+is one transaction.
+
+An ``Expect`` makes a read-then-write safe with any number of writers (processes,
+hosts): the write carries the record as it was read, the backend compares it with the
+stored one inside its write transaction and refuses the whole batch with
+``WriteConflict`` when another writer changed it in between; the caller reads again.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from memstack.errors import ConfigError, InvalidInput
+from memstack.errors import ConfigError, InvalidInput, WriteConflict
 from memstack.storage.types import Filter, Order, Record, Vector
 
 __all__ = [
@@ -25,18 +31,23 @@ __all__ = [
     "Accept",
     "Backend",
     "Cap",
+    "Expect",
     "Gathered",
     "Matrix",
     "ModelClaim",
     "NamespaceInfo",
     "Page",
     "Ranked",
+    "Stamp",
     "WriteBatch",
     "WriteResult",
     "candidate_ids",
     "check_claims",
+    "check_expected",
+    "expected_ids",
     "gather_apart",
     "retention",
+    "stamp",
 ]
 
 DAY_S: Final = 86_400.0
@@ -98,14 +109,41 @@ def retention(cap: Cap, record: Record, now: float) -> float:
     return cap.recency_weight * decay + cap.importance_weight * float(record.importance)
 
 
+Stamp = tuple[float, float | None, str]
+"""What tells two versions of a record apart: its ``updated_at``, ``valid_to`` and
+``text``. A writer stamps every write with its clock, a new value changes the text (so
+two writes at one clock reading, of a coarse or a manual clock, still differ when the
+value does), closing a record (a cap's eviction) sets ``valid_to``. Touches
+(``last_accessed_at``) change no stamp."""
+
+
+def stamp(record: Record) -> Stamp:
+    """The record's ``Stamp``."""
+    return (record.updated_at, record.valid_to, record.text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Expect:
+    """A condition of a write, checked inside its transaction: the record ``id`` of
+    ``namespace`` is as the writer read it (expired records included): absent when
+    ``seen`` is None, else with ``seen``'s ``stamp``. When it is not, the whole write is
+    refused with ``WriteConflict`` and nothing of it is applied: read again, retry."""
+
+    namespace: str
+    id: str
+    seen: Record | None
+
+
 @dataclass(frozen=True, kw_only=True)
 class WriteBatch:
-    """One transaction: claims checked, then upserts, deletes, and caps, in that order."""
+    """One transaction: expectations and claims checked, then upserts, deletes, and
+    caps, in that order."""
 
     upserts: list[Record] = field(default_factory=list)
     deletes: list[tuple[str, list[str]]] = field(default_factory=list)
     caps: list[Cap] = field(default_factory=list)
     claims: dict[str, ModelClaim] = field(default_factory=dict)
+    expect: list[Expect] = field(default_factory=list)
     now: float
 
 
@@ -148,7 +186,10 @@ class Backend(Protocol):
     """A storage engine. Calls from several threads may arrive at once.
 
     Reads hide records whose ``expires_at`` is at or before ``now`` unless
-    ``wanted.include_expired``. Nothing of one namespace is seen from another.
+    ``wanted.include_expired``. Nothing of one namespace is seen from another. In every
+    ranked answer (searches, ``list``) exact ties are ordered by id ascending, in code
+    point order, also at the ``k`` boundary: of the records tied with the last one kept,
+    those with the smallest ids are kept (an approximate index may miss some of them).
     """
 
     def setup(self, now: float) -> None:
@@ -157,8 +198,16 @@ class Backend(Protocol):
 
     def close(self) -> None: ...
 
+    def ping(self) -> None:
+        """Return if the store answers; ``StoreUnavailable`` if not, within about a
+        second (a server's ``/healthz`` asks)."""
+        ...
+
     def write(self, batch: WriteBatch) -> WriteResult:
-        """Apply ``batch`` all or nothing; ``check_claims`` runs inside the transaction."""
+        """Apply ``batch`` all or nothing; ``check_expected`` and ``check_claims`` run
+        inside the transaction, before anything changes, and see every write committed
+        before it by any process (the expected records' namespaces are locked, or the
+        whole store is)."""
         ...
 
     def get(
@@ -253,6 +302,28 @@ def check_claims(
         if info is None or (claim.model_id and not info.model_id):
             changed[namespace] = NamespaceInfo(dim=claim.dim, model_id=claim.model_id)
     return changed
+
+
+def expected_ids(expect: Sequence[Expect]) -> dict[str, builtins.list[str]]:
+    """The ids of ``expect`` by namespace: the rows a backend reads to check them."""
+    out: dict[str, builtins.list[str]] = {}
+    for condition in expect:
+        out.setdefault(condition.namespace, []).append(condition.id)
+    return out
+
+
+def check_expected(expect: Sequence[Expect], stored: dict[tuple[str, str], Stamp]) -> None:
+    """Refuse a write with ``WriteConflict`` when a record it expects differs from the
+    stored one; ``stored`` holds the stamp of each expected record that exists, by
+    ``(namespace, id)``, read inside the write's transaction."""
+    for condition in expect:
+        held = stored.get((condition.namespace, condition.id))
+        if held != (None if condition.seen is None else stamp(condition.seen)):
+            raise WriteConflict(
+                f"record {condition.id!r} of namespace {condition.namespace!r} changed since "
+                "it was read (another writer came first); nothing was written: read it "
+                "again and retry."
+            )
 
 
 def candidate_ids(matched: Sequence[Ranked], nearest: Sequence[Ranked]) -> builtins.list[str]:

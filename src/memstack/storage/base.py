@@ -21,6 +21,7 @@ from memstack.storage._vectors import normalized, unit
 from memstack.storage.backend import (
     Backend,
     Cap,
+    Expect,
     Gathered,
     ModelClaim,
     NamespaceInfo,
@@ -62,6 +63,11 @@ class RecordStore:
         """Release connections (and a pool the store opened itself)."""
         self.backend.close()
 
+    def ping(self) -> None:
+        """Return if the store answers; raise ``StoreUnavailable`` saying why if not,
+        within about a second."""
+        self.backend.ping()
+
     # -- writes -------------------------------------------------------------------
 
     def upsert(self, records: Sequence[Record], *, model_id: str | None = None) -> None:
@@ -79,13 +85,24 @@ class RecordStore:
         deletes: Mapping[NamespaceLike, Sequence[str]] | None = None,
         caps: Sequence[Cap] = (),
         model_id: str | None = None,
+        expect: Sequence[Expect] = (),
     ) -> WriteResult:
-        """Upserts, then deletes, then caps (evicting beyond each), in one transaction."""
+        """Upserts, then deletes, then caps (evicting beyond each), in one transaction.
+
+        With ``expect``, only if each expected record is still as it was read (see
+        ``Expect``); otherwise ``WriteConflict`` and nothing is written: read again and
+        retry. That makes a read-then-write safe with any number of writers."""
         batch = check.check_batch(upserts)
         model = None if model_id is None else check.check_key(model_id, "model_id")
         removals = [(_name(ns), check.check_ids(ids)) for ns, ids in (deletes or {}).items()]
         checked_caps = [_checked_cap(cap) for cap in caps]
-        if not batch.records and not any(ids for _, ids in removals) and not checked_caps:
+        expected = _checked_expect(expect)
+        if (
+            not batch.records
+            and not any(ids for _, ids in removals)
+            and not checked_caps
+            and not expected
+        ):
             return WriteResult()
         claims = {
             ns: ModelClaim(dim=dim, model_id=model, field=field)
@@ -97,6 +114,7 @@ class RecordStore:
                 deletes=[(ns, ids) for ns, ids in removals if ids],
                 caps=checked_caps,
                 claims=claims,
+                expect=expected,
                 now=self.clock.now(),
             )
         )
@@ -358,6 +376,29 @@ def _checked_cap(cap: object) -> Cap:
         half_life_days=half_life,
         also_from=tuple(_name(ns) for ns in cap.also_from),
     )
+
+
+def _checked_expect(expect: object) -> builtins.list[Expect]:
+    """The expectations, checked: each names a namespace and an id, and holds the record
+    read with that id (or None)."""
+    if isinstance(expect, str | bytes) or not isinstance(expect, Sequence):
+        raise InvalidInput("expect must be a list of Expect values.", field="expect")
+    out: builtins.list[Expect] = []
+    for condition in expect:
+        if not isinstance(condition, Expect):
+            raise InvalidInput(
+                f"expect must hold Expect values; got {type(condition).__name__}.", field="expect"
+            )
+        id = check.check_key(condition.id, "expect.id")
+        seen = condition.seen
+        if seen is not None and (not isinstance(seen, Record) or seen.id != id):
+            raise InvalidInput(
+                f"expect.seen must be the record {id!r} as it was read, or None when there "
+                "was none.",
+                field="expect.seen",
+            )
+        out.append(Expect(namespace=_name(condition.namespace), id=id, seen=seen))
+    return out
 
 
 def _migrate_legacy_namespaces(backend: Backend, now: float) -> None:

@@ -26,11 +26,15 @@ from memstack.storage.backend import (
     NamespaceInfo,
     Page,
     Ranked,
+    Stamp,
     WriteBatch,
     WriteResult,
     candidate_ids,
     check_claims,
+    check_expected,
+    expected_ids,
     retention,
+    stamp,
 )
 from memstack.storage.base import RecordStore
 from memstack.storage.types import Filter, Record, Vector
@@ -86,8 +90,12 @@ class InMemoryBackend:
                 if space.vectors is not None:
                     space.vectors.close()
 
+    def ping(self) -> None:
+        """Always answers: the data lives in this process."""
+
     def write(self, batch: WriteBatch) -> WriteResult:
         with self._lock:
+            check_expected(batch.expect, self._stamps(batch))
             stored = {ns: self._info(ns) for ns in batch.claims}
             infos = check_claims(batch.claims, stored)
             for namespace, info in infos.items():
@@ -109,10 +117,12 @@ class InMemoryBackend:
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
         rows = self._visible(namespace, wanted, now)
-        if page.order == "updated_desc":
-            rows.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
+        if page.order == "updated_desc":  # ties by id ascending, in every order
+            rows.sort(key=lambda r: (-r.updated_at, r.id))
+        elif page.order == "created_desc":
+            rows.sort(key=lambda r: (-r.created_at, r.id))
         else:
-            rows.sort(key=lambda r: (r.created_at, r.id), reverse=page.order == "created_desc")
+            rows.sort(key=lambda r: (r.created_at, r.id))
         return [_copy(r) for r in rows[page.offset : page.offset + page.limit]]
 
     def count(self, namespace: str, wanted: Filter, now: float) -> int:
@@ -237,6 +247,15 @@ class InMemoryBackend:
             return removed
 
     # -- helpers, called with the lock held ------------------------------------------
+
+    def _stamps(self, batch: WriteBatch) -> dict[tuple[str, str], Stamp]:
+        """The stamps of the records ``batch`` expects that exist (expired ones too)."""
+        out: dict[tuple[str, str], Stamp] = {}
+        for namespace, ids in expected_ids(batch.expect).items():
+            space = self._spaces.get(namespace)
+            records = {} if space is None else space.records
+            out.update({(namespace, i): stamp(records[i]) for i in ids if i in records})
+        return out
 
     def _space(self, namespace: str) -> _Space:
         return self._spaces.setdefault(namespace, _Space())

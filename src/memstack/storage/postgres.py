@@ -5,6 +5,11 @@ imported here only, when a store is made; without them the store raises ``Config
 naming the extra to install.
 
 - Thread-safe through a ``psycopg_pool.ConnectionPool``; each call is one transaction.
+- A server that is down is a fast ``StoreUnavailable``: a call waits at most
+  ``REQUEST_TIMEOUT_S`` for a connection; the pool keeps trying to connect about once a
+  second (``RECONNECT_TIMEOUT_S``), so calls succeed again within about a second of the
+  server's return; and a pooled connection answers a ping before a call gets it
+  (``_pooled``), so none that died with the server fails a call after it is back.
 - Vectors: cosine with pgvector's ``<=>`` (score = 1 - distance). A namespace of at most
   ``exact_limit`` rows is ranked whole, exactly (a 100-row namespace of a million-row
   table: a btree walk and 100 distances); past it, the planner is offered the dimension's
@@ -63,9 +68,12 @@ from memstack.storage.backend import (
     NamespaceInfo,
     Page,
     Ranked,
+    Stamp,
     WriteBatch,
     WriteResult,
     check_claims,
+    check_expected,
+    expected_ids,
     gather_apart,
 )
 from memstack.storage.base import RecordStore
@@ -151,6 +159,30 @@ as ranking every match (P@10 0.295 at 100, 0.286 at 250, 0.285 at 1000, 0.279 ra
 all), and ``bench recall``'s 100k recall p95 went from 85 to 73 ms from 250 to 100."""
 
 
+REQUEST_TIMEOUT_S = 1.5
+"""How long a call waits for a pooled connection before it raises ``StoreUnavailable``
+(the pool's ``timeout``; psycopg_pool's default, 30 s, held every request that long while
+the server was down). A connection to a stopped server on this host is refused at once;
+the wait is for the pool, which connects in the background: every ~1 s while the server
+is away (``RECONNECT_TIMEOUT_S``), so 1.5 s also covers a call made just after the server
+came back. A call also waits while every connection of the pool is busy; past 1.5 s that
+too is a ``StoreUnavailable`` (a 503 telling an overloaded server's clients to retry
+later) rather than a queue that grows."""
+PING_TIMEOUT_S = 1.0
+"""How long ``ping`` (``/healthz``) waits for a connection: shorter than a call's."""
+RECONNECT_TIMEOUT_S = 2.0
+"""The pool's ``reconnect_timeout``: how long it retries a lost connection (after 1 s,
+then 1 s later: psycopg_pool's backoff starts at 1 s and doubles, capped at this) before
+it gives the slot up; a call that finds no connection then has the pool connect anew at
+once. With psycopg_pool's default (300 s) the retries were 1, 2, 4, 8, 16... s apart, so
+after a 15 s outage calls could wait 16 s more for the next one."""
+CONNECT_TIMEOUT_S = 3
+"""libpq's ``connect_timeout`` for the pool's connections unless the URL sets one: a host
+that does not answer (rather than refuses) holds a pool worker this long, not psycopg's
+130 s. Calls never wait for a connection attempt, only for the pool
+(``REQUEST_TIMEOUT_S``)."""
+
+
 def ef_search_for(rows: int, k: int, ceiling: int = EF_CEILING) -> int:
     """HNSW's candidate list for ``k`` results from a graph of ``rows`` rows: the one
     ``EF_BY_ROWS`` measured for that size, ``ceiling`` past its sizes and at most
@@ -168,7 +200,11 @@ class PostgresBackend:
     """A backend in PostgreSQL tables under ``schema`` (default ``memstack``).
 
     Pass a conninfo string or URL (the store then owns, opens on first use, and closes
-    its pool), or an open ``psycopg_pool.ConnectionPool`` that the caller closes.
+    its pool), or an open ``psycopg_pool.ConnectionPool`` that the caller closes (its
+    own ``timeout`` and ``reconnect_timeout`` then apply).
+
+    ``timeout``: how long a call waits for a connection before ``StoreUnavailable``
+    (``REQUEST_TIMEOUT_S``).
 
     ``exact_limit``: a vector search over more matching rows than this may use the HNSW
     index (exact up to it: about 1 µs a row, against 2-5 ms for an index search of a
@@ -190,7 +226,7 @@ class PostgresBackend:
         schema: str = "memstack",
         min_size: int = 1,
         max_size: int = 8,
-        timeout: float = 30.0,
+        timeout: float = REQUEST_TIMEOUT_S,
         exact_limit: int = 5_000,
         ef_search: int = EF_CEILING,
         away_limit: int = AWAY_LIMIT,
@@ -215,10 +251,12 @@ class PostgresBackend:
         if isinstance(conninfo_or_pool, str):
             self._pool: ConnectionPool[Any] = ConnectionPool(
                 conninfo_or_pool,
+                kwargs=_connect_kwargs(conninfo_or_pool),
                 open=False,
                 min_size=min_size,
                 max_size=max_size,
                 timeout=timeout,
+                reconnect_timeout=RECONNECT_TIMEOUT_S,
                 name=f"memstack-{schema}",
             )
         else:
@@ -272,16 +310,23 @@ class PostgresBackend:
             if self._owns_pool:
                 self._pool.close()
 
+    def ping(self) -> None:
+        """Return once a connection answers; ``StoreUnavailable`` after
+        ``PING_TIMEOUT_S`` without one."""
+        with self._connection(vectors=False, timeout=PING_TIMEOUT_S):
+            pass
+
     # -- writes ---------------------------------------------------------------------
 
     def write(self, batch: WriteBatch) -> WriteResult:
         rows = sorted(batch.upserts, key=lambda r: (r.namespace, r.id))  # one lock order
         with self._connection() as conn:
-            for namespace in sorted(batch.claims):
+            for namespace in _locked(batch):
                 conn.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))",
                     (f"{self._schema}.{namespace}", LOCK_KEY),
                 )
+            check_expected(batch.expect, self._stamps(conn, batch))
             stored = {ns: self._info(conn, ns) for ns in batch.claims}
             for namespace, info in check_claims(batch.claims, stored).items():
                 self._index_dim(conn, info.dim)
@@ -302,6 +347,21 @@ class PostgresBackend:
             self._forget_empty(conn, shrunk)
         self._resized({r.namespace for r in rows}, shrunk)
         return WriteResult(deleted=deleted, evicted=evicted)
+
+    def _stamps(
+        self, conn: psycopg.Connection[Any], batch: WriteBatch
+    ) -> dict[tuple[str, str], Stamp]:
+        """The stamps of the records ``batch`` expects that exist (expired ones too), read
+        under the namespaces' locks: after every write to them committed before."""
+        out: dict[tuple[str, str], Stamp] = {}
+        for namespace, ids in expected_ids(batch.expect).items():
+            rows = conn.execute(
+                f"SELECT id, updated_at, valid_to, text FROM {self._schema}.records"
+                " WHERE namespace = %s AND id = ANY(%s::text[])",
+                (namespace, ids),
+            ).fetchall()
+            out.update({(namespace, str(r[0])): (r[1], r[2], r[3]) for r in rows})
+        return out
 
     def _index_dim(self, conn: psycopg.Connection[Any], dim: int) -> None:
         """Make the HNSW index of ``dim`` if there is none: once per dimension, when a
@@ -634,15 +694,20 @@ class PostgresBackend:
             return conn.execute(sql, params).rowcount
 
     @contextmanager
-    def _connection(self, *, vectors: bool = True) -> Iterator[psycopg.Connection[Any]]:
+    def _connection(
+        self, *, vectors: bool = True, timeout: float | None = None
+    ) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection in a transaction: committed if the block succeeds; with
-        ``vectors``, pgvector's binary adapter is registered on it."""
+        ``vectors``, pgvector's binary adapter is registered on it. ``StoreUnavailable``
+        when none answers within ``timeout`` (the pool's, ``REQUEST_TIMEOUT_S``, by
+        default) or the server goes away during the block."""
         import psycopg
         import psycopg_pool
 
         self._open()
+        wait = self._pool.timeout if timeout is None else timeout
         try:
-            with self._pool.connection() as conn:
+            with self._pooled(wait) as conn:
                 if vectors:
                     self._register_vector(conn)
                 yield conn
@@ -650,13 +715,48 @@ class PostgresBackend:
             raise ConfigError(
                 f"the tables of schema {self._schema} are missing; call store.setup() first."
             ) from exc
+        except psycopg_pool.PoolTimeout as exc:
+            raise StoreUnavailable(
+                f"PostgreSQL is unavailable: no connection within {wait:g} s (the server "
+                f"is down or unreachable, or all {self._pool.max_size} connections of the "
+                "pool are busy)"
+            ) from exc
         except (
             psycopg.OperationalError,
             psycopg.InterfaceError,
-            psycopg_pool.PoolTimeout,
             psycopg_pool.PoolClosed,
         ) as exc:
             raise StoreUnavailable(f"PostgreSQL is unavailable: {exc}") from exc
+
+    @contextmanager
+    def _pooled(self, timeout: float) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the pool that has just answered a ping (an empty query, one
+        round trip), as a transaction (``with conn``), given back after the block.
+
+        A pooled connection the server dropped (it stopped or restarted since the
+        connection was last used) fails only when next used; unchecked, the first call
+        after the server came back failed on it. One that fails the ping is handed
+        back (the pool replaces it), every idle one is checked too (``pool.check()``:
+        after a restart they are all dead), and the next is taken, all within
+        ``timeout``. (The pool's own ``check=`` callback sleeps a second after each
+        failed check: a call that met two dead connections timed out after the
+        restart.)"""
+        from psycopg_pool import PoolTimeout
+
+        deadline = time.monotonic() + timeout
+        conn = self._pool.getconn(timeout)
+        while not _answers(conn):
+            self._pool.putconn(conn)
+            self._pool.check()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise PoolTimeout(f"no connection answered within {timeout:g} s")
+            conn = self._pool.getconn(left)
+        try:
+            with conn:
+                yield conn
+        finally:
+            self._pool.putconn(conn)
 
     def _register_vector(self, conn: psycopg.Connection[Any]) -> None:
         """pgvector's adapter on ``conn``: its type is looked up once, then registering is
@@ -696,7 +796,7 @@ class PostgresRecordStore(RecordStore):
         schema: str = "memstack",
         min_size: int = 1,
         max_size: int = 8,
-        timeout: float = 30.0,
+        timeout: float = REQUEST_TIMEOUT_S,
         exact_limit: int = 5_000,
         ef_search: int = EF_CEILING,
         away_limit: int = AWAY_LIMIT,
@@ -723,6 +823,18 @@ class PostgresRecordStore(RecordStore):
         return cls(url, clock=clock, schema=schema)
 
 
+def _locked(batch: WriteBatch) -> builtins.list[str]:
+    """The namespaces a write locks (a transaction-scoped advisory lock each, in one
+    order), so that writes to one of them that depend on what is stored take turns:
+    those whose embeddings claim it (its dimension and model), those that cap it (the
+    count, then the eviction), and those that expect records of it (the check, then
+    the write; a lock on the namespace also covers a record not yet there, which a row
+    lock cannot). PostgreSQL runs READ COMMITTED: each statement after the lock sees
+    every write committed before it."""
+    names = set(batch.claims) | {cap.namespace for cap in batch.caps}
+    return sorted(names | {condition.namespace for condition in batch.expect})
+
+
 def _stale(planned: float, rows: int) -> bool:
     """Whether the planner's row count (-1: never analyzed) is too far from ``rows``."""
     return planned < 0 or abs(rows - planned) > _STALE_ROWS + _STALE_SHARE * rows
@@ -730,6 +842,30 @@ def _stale(planned: float, rows: int) -> bool:
 
 def _ranked(rows: Sequence[Any]) -> builtins.list[Ranked]:
     return [(str(row[0]), min(1.0, max(-1.0, float(row[1])))) for row in rows]
+
+
+def _connect_kwargs(conninfo: str) -> dict[str, Any]:
+    """``connect_timeout`` (``CONNECT_TIMEOUT_S``) unless ``conninfo`` sets its own."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:  # malformed: the pool's first connection says why
+        given = {}
+    return {} if "connect_timeout" in given else {"connect_timeout": CONNECT_TIMEOUT_S}
+
+
+def _answers(conn: psycopg.Connection[Any]) -> bool:
+    """Whether ``conn`` answers an empty query (psycopg_pool's own check)."""
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    try:
+        ConnectionPool.check_connection(conn)
+    except psycopg.Error:
+        return False
+    return True
 
 
 def _non_negative(value: int, name: str) -> int:

@@ -2,7 +2,9 @@
 
 - One connection per store, guarded by a lock: calls from many threads take turns,
   and WAL mode with a busy timeout lets other processes read and write the same file.
-- Writes run in ``BEGIN IMMEDIATE`` transactions, so a failed batch changes nothing.
+- Writes run in ``BEGIN IMMEDIATE`` transactions, so a failed batch changes nothing;
+  the file's write lock is held from the start, so a batch's expectations are checked
+  against every write committed before it, by any process.
 - Search indexes live in process, per namespace (``_sqlite_cache``): a float32 matrix
   for the exact vector scan and a ``KeywordIndex`` for BM25, loaded on first use and
   updated in place by this store's own writes; a search ranks keys first and fetches
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memstack.clock import Clock
-from memstack.errors import ConfigError, StoreUnavailable
+from memstack.errors import ConfigError, StoreUnavailable, WriteConflict
 from memstack.storage import _sqlite_query as q
 from memstack.storage._heap import release_heap
 from memstack.storage._keywords import KeywordIndex
@@ -45,10 +47,13 @@ from memstack.storage.backend import (
     NamespaceInfo,
     Page,
     Ranked,
+    Stamp,
     WriteBatch,
     WriteResult,
     candidate_ids,
     check_claims,
+    check_expected,
+    expected_ids,
 )
 from memstack.storage.base import RecordStore
 from memstack.storage.types import Filter, Record, Vector
@@ -107,6 +112,10 @@ class SQLiteBackend:
                 self._conn = None
             self._cache.clear()
 
+    def ping(self) -> None:
+        with self._read() as conn:
+            conn.execute("SELECT 1")
+
     # -- writes ---------------------------------------------------------------------
 
     def write(self, batch: WriteBatch) -> WriteResult:
@@ -114,6 +123,8 @@ class SQLiteBackend:
             try:
                 with self._write() as conn:
                     result = self._apply(conn, batch)
+            except WriteConflict:
+                raise  # refused before anything changed: the caches hold
             except BaseException:
                 self._cache.clear()  # what it applied in place was rolled back
                 raise
@@ -122,6 +133,7 @@ class SQLiteBackend:
         return result
 
     def _apply(self, conn: sqlite3.Connection, batch: WriteBatch) -> WriteResult:
+        check_expected(batch.expect, _stamps(conn, batch))
         stored = {ns: _info(conn, ns) for ns in batch.claims}
         for namespace, info in check_claims(batch.claims, stored).items():
             conn.execute(
@@ -556,6 +568,19 @@ def _info(conn: sqlite3.Connection, namespace: str) -> NamespaceInfo | None:
         "SELECT dim, model_id FROM namespace_info WHERE namespace = ?", (namespace,)
     ).fetchone()
     return None if row is None else NamespaceInfo(dim=int(row[0]), model_id=row[1])
+
+
+def _stamps(conn: sqlite3.Connection, batch: WriteBatch) -> dict[tuple[str, str], Stamp]:
+    """The stamps of the records ``batch`` expects that exist (expired ones too)."""
+    out: dict[tuple[str, str], Stamp] = {}
+    for namespace, ids in expected_ids(batch.expect).items():
+        rows = conn.execute(
+            "SELECT id, updated_at, valid_to, text FROM records"
+            " WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
+            (namespace, q.json_list(ids)),
+        )
+        out.update({(namespace, str(r[0])): (r[1], r[2], r[3]) for r in rows})
+    return out
 
 
 def _delete(conn: sqlite3.Connection, namespace: str, ids: Sequence[str], diff: CacheDiff) -> int:
