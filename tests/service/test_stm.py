@@ -135,12 +135,23 @@ def test_recent_is_newest_first_whatever_the_write_order(tier: ShortTermTier) ->
     assert keys_of(tier.recent("acme", "agent-1", now=T0, limit=2)) == ["d", "c"]
 
 
-def test_ties_in_updated_at_are_ordered_by_id_in_every_tier(tier: ShortTermTier) -> None:
-    memories = [mem(f"k{i}") for i in range(6)]
-    for memory in memories:
+def test_ties_in_updated_at_are_ordered_by_id_ascending_in_every_tier(
+    new_tier: TierFactory,
+) -> None:
+    tied = [mem(f"k{i}") for i in range(8)]
+    newer, older = mem("newer", at=T0 + 1), mem("older", at=T0 - 1)
+    ascending = keys_of(sorted(tied, key=lambda m: m.id))
+    assert ascending != keys_of(tied)  # ids are digests: not the keys' order
+    everything = [newer, *tied, older]
+    random.Random(28).shuffle(everything)
+    tier, capped = new_tier(), new_tier(max_entries=5)
+    for memory in everything:
         tier.put(memory)
-    expected = sorted(memories, key=lambda m: m.id, reverse=True)
-    assert keys_of(tier.recent("acme", "agent-1", now=T0)) == keys_of(expected)
+        capped.put(replace(memory, agent_id="agent-2"))  # a bucket of its own, same ids
+    assert recent_keys(tier) == ["newer", *ascending, "older"]
+    assert keys_of(tier.recent("acme", "agent-1", now=T0, limit=4)) == ["newer", *ascending[:3]]
+    assert recent_keys(capped, "agent-2") == ["newer", *ascending[:4]]  # largest tied ids evicted
+    assert newest_first(everything) == tier.recent("acme", "agent-1", now=T0)
 
 
 def test_a_memory_round_trips_every_field(tier: ShortTermTier) -> None:
@@ -587,11 +598,30 @@ def test_without_the_redis_library_the_error_names_the_extra(
         RedisTier.from_url("redis://127.0.0.1:6379/0")
 
 
-def test_ties_on_updated_at_go_by_id_in_utf8_byte_order_descending() -> None:
-    """As a Redis sorted set read in reverse orders equal scores: by the members' bytes."""
+def _odd_ids() -> list[Memory]:
+    """Memories under ids of every UTF-8 length, shuffled, in three runs of equal
+    ``updated_at``."""
     rng = random.Random(5)
     alphabet = ["a", "Z", "0", "~", "é", "ÿ", "Ā", "中", "\uffff", "😀", "\U0010fffd"]
-    ids = {"".join(rng.choices(alphabet, k=rng.randint(1, 4))) for _ in range(300)}
-    memories = [replace(mem("k"), id=i, updated_at=T0 + (n % 3)) for n, i in enumerate(ids)]
-    expected = sorted(memories, key=lambda m: (m.updated_at, m.id.encode()), reverse=True)
+    ids = sorted({"".join(rng.choices(alphabet, k=rng.randint(1, 4))) for _ in range(300)})
+    rng.shuffle(ids)
+    return [replace(mem("k"), id=i, updated_at=T0 + (n % 3)) for n, i in enumerate(ids)]
+
+
+def test_ties_on_updated_at_go_by_id_in_utf8_byte_order_ascending() -> None:
+    """As a Redis sorted set orders equal scores: by the members' bytes, ascending."""
+    memories = _odd_ids()
+    expected = sorted(memories, key=lambda m: (-m.updated_at, m.id.encode()))
     assert [m.id for m in newest_first(memories)] == [m.id for m in expected]
+
+
+def test_both_tiers_order_odd_ids_as_newest_first_does(new_tier: TierFactory) -> None:
+    memories = _odd_ids()
+    tier = new_tier(max_entries=len(memories) - 50)
+    for memory in memories:
+        tier.put(memory)
+    kept = newest_first(memories)[: tier.max_entries]
+    assert [m.id for m in tier.recent("acme", "agent-1", now=T0)] == [m.id for m in kept]
+    assert [m.id for m in tier.recent("acme", "agent-1", now=T0, limit=99)] == [
+        m.id for m in kept[:99]
+    ]

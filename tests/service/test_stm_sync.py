@@ -67,7 +67,7 @@ class Switchable:
         memories: Sequence[Memory],
         *,
         epoch: str | None = None,
-        if_version: int | None = None,
+        if_version: str | None = None,
     ) -> bool:
         return self._up().replace(tenant, bucket, memories, epoch=epoch, if_version=if_version)
 

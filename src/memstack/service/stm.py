@@ -2,8 +2,9 @@
 
 A bucket is ``(tenant, bucket_of(scope, agent_id))``: an agent's own memories, or the
 tenant's global ones. Entries are keyed by memory id (which derives from the memory's
-identity), so storing a memory again replaces it; they are ordered by ``updated_at``
-(ties by id), newest first, and each bucket keeps only its newest ``max_entries``.
+identity), so storing a memory again replaces it; they are ordered by ``updated_at``,
+newest first (exact ties by id ascending), and each bucket keeps only its first
+``max_entries`` in that order.
 
 Two tiers implement the protocol: ``InProcessTier`` here (one process, no server) and
 ``RedisTier`` in ``stm_redis`` (shared by every server process).
@@ -12,12 +13,15 @@ Beside its entries each bucket keeps a small state, so a reader can tell a compl
 from a partial one (``TierSync`` in ``stm_sync`` decides what to trust):
 
 - ``epoch``: the long-term tier's epoch the bucket was last filled at, or ``None`` when
-  the bucket is *cold* (never filled, lost with a Redis restart, or emptied of entries the
-  long-term tier may still hold beyond ``max_entries``). A put into a cold bucket is kept
-  but never makes it complete.
-- ``version``: a counter every ``put``, ``remove`` and ``replace`` bumps. A filler reads it
-  before reading the long-term tier, and ``replace(..., if_version=...)`` fills only if no
-  write came in between (a write after the long-term read would otherwise be wiped).
+  the bucket is *cold*: never filled, filled before the server last restarted (in any
+  way: empty, from an AOF, from an RDB snapshot), or emptied of entries the long-term
+  tier may still hold beyond ``max_entries``. A put into a cold bucket is kept but never
+  makes it complete.
+- ``version``: an opaque token that every ``put``, ``remove`` and ``replace`` changes, and
+  every restart of the server too. A filler reads it before reading the long-term tier,
+  and ``replace(..., if_version=...)`` fills only if no write and no restart came in
+  between (a write after the long-term read would otherwise be wiped, or lost with the
+  restart under a bucket the fill marks complete).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ class BucketRead:
 
     memories: list[Memory]
     epoch: str | None
-    version: int
+    version: str
 
 
 @runtime_checkable
@@ -90,7 +94,7 @@ class ShortTermTier(Protocol):
         memories: Sequence[Memory],
         *,
         epoch: str | None = None,
-        if_version: int | None = None,
+        if_version: str | None = None,
     ) -> bool:
         """Make the bucket hold exactly ``memories`` (the newest ``max_entries`` of them;
         if an id repeats, the last one wins) and set its ``epoch``, in one step; with
@@ -147,7 +151,7 @@ class InProcessTier:
                 del entries[memory.id]
             self._drop_if_empty(tenant, bucket)
             memories = newest_first(entries.values())[:count]
-            return BucketRead(memories=memories, epoch=state.epoch, version=state.version)
+            return BucketRead(memories=memories, epoch=state.epoch, version=str(state.version))
 
     def remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> int:
         with self._lock:
@@ -169,7 +173,7 @@ class InProcessTier:
         memories: Sequence[Memory],
         *,
         epoch: str | None = None,
-        if_version: int | None = None,
+        if_version: str | None = None,
     ) -> bool:
         kept = {m.id: m for m in newest_first(latest_by_id(memories))[: self.max_entries]}
         epoch = check_epoch(epoch)
@@ -177,7 +181,7 @@ class InProcessTier:
         with self._lock:
             self._check_open()
             state = self._state(tenant, bucket)
-            if if_version is not None and state.version != if_version:
+            if if_version is not None and str(state.version) != if_version:
                 return False
             self._buckets[(tenant, bucket)] = kept
             state.version += 1
@@ -225,10 +229,10 @@ class _State:
 
 
 def newest_first(memories: Iterable[Memory]) -> list[Memory]:
-    """The tiers' one order: ``updated_at`` descending, then id descending (as a Redis
-    sorted set read in reverse: by UTF-8 bytes, which order strings as their code points
-    do, so the ids compare as they are)."""
-    return sorted(memories, key=lambda m: (m.updated_at, m.id), reverse=True)
+    """The tiers' one order: ``updated_at`` descending, then id ascending (a Redis sorted
+    set orders equal scores by UTF-8 bytes, which order strings as their code points do,
+    so the ids compare as they are)."""
+    return sorted(memories, key=lambda m: (-m.updated_at, m.id))
 
 
 def latest_by_id(memories: Iterable[Memory]) -> list[Memory]:
@@ -269,9 +273,9 @@ def check_version(value: object) -> str:
     """``if_version`` as the Redis script takes it: ``""`` for none."""
     if value is None:
         return ""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not isinstance(value, str) or not 0 < len(value) <= 128:
         raise InvalidInput(
             f"if_version must be None or a version read from the bucket, not {value!r}.",
             field="if_version",
         )
-    return str(value)
+    return value

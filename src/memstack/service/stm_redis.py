@@ -9,7 +9,7 @@ they never contain ``:`` ``{`` ``}`` and two different pairs never share a key):
     {prefix}:{<tenant>}:<bucket>:recent    sorted set   memory id -> updated_at
     {prefix}:{<tenant>}:<bucket>:memories  hash         memory id -> memory_to_json(memory)
     {prefix}:{<tenant>}:<bucket>:expiry    sorted set   memory id -> expires_at (TTL'd only)
-    {prefix}:{<tenant>}:<bucket>:state     hash         epoch (absent: cold), version
+    {prefix}:{<tenant>}:<bucket>:state     hash         epoch (absent: cold), version, run
     {prefix}:{<tenant>}:buckets            set          the tenant's bucket names (entries or state)
 
 Every write is one Lua script that receives all the keys it touches (the ``{tenant}``
@@ -19,10 +19,20 @@ step (one round trip), ``replace`` checks the version and swaps a whole bucket i
 step, and an id leaves all three structures at once (no orphan hash fields). Every Redis
 error becomes ``StoreUnavailable`` naming the server.
 
-A Redis that restarts empty has no state keys: every bucket is cold, whatever is put into
-it later. The state key lives ``STATE_TTL_S`` after a bucket's last write; a bucket whose
-state expired is cold and is filled again on its next read (so a deleted agent's bucket
-leaves nothing behind for long).
+A bucket is complete only on the run of the server that filled it: ``replace`` writes the
+server's ``run_id`` (``INFO server``: new at every start of ``redis-server``, whatever
+it loads) into the state beside the epoch, and ``read`` compares it with the
+server's own in the same script. So a Redis restarted in any way (empty, from a whole or
+cut AOF, from an RDB snapshot of any age, a replica promoted) holds only cold buckets,
+whether or not a client saw it go, whatever is put into them later; and the version a
+read returns is ``<run_id>:<counter>``, so a fill that read a bucket before a restart is
+refused after it. The scripts replicate their effects, never themselves, so an AOF or a
+replica replays the run_id a script wrote instead of asking the new server. The Redis user
+needs ``INFO`` (ACL ``+info``).
+
+The state key lives ``STATE_TTL_S`` after a bucket's last write; a bucket whose state
+expired is cold and is filled again on its next read (so a deleted agent's bucket leaves
+nothing behind for long).
 """
 
 from __future__ import annotations
@@ -57,7 +67,15 @@ _INSTALL = 'RedisTier needs the redis client library: pip install "memstack[redi
 _CLEAR_ATTEMPTS = 16
 
 # KEYS = recent, memories, expiry, index, state (see BucketKeys); ARGV[1] = the bucket.
+# A script calls run_id() before any write: it then replicates its writes (the run_id as
+# written), never itself, which an AOF or a replica would run again on another server
+# (Redis 5 and 6 do so by default, 7 always).
 _BUCKET_LUA = f"""
+local function run_id()
+  redis.replicate_commands()
+  local info = redis.call('INFO', 'server')
+  return string.match(info, 'run_id:(%x+)') or error('INFO server shows no run_id')
+end
 local function bump()
   redis.call('HINCRBY', KEYS[5], 'version', 1)
   redis.call('EXPIRE', KEYS[5], {STATE_TTL_S})
@@ -78,6 +96,24 @@ local function store(id, score, json, expires)
     redis.call('ZADD', KEYS[3], expires, id)
   end
 end
+-- The n first ids of the tiers' order (updated_at descending, then id ascending), or
+-- with oldest the n last ones, last first. A sorted set orders equal scores by member
+-- ascending, so each run of equal scores is read again by score, in the order wanted.
+local function ends(n, oldest)
+  local range = oldest and 'ZRANGE' or 'ZREVRANGE'
+  local run = oldest and 'ZREVRANGEBYSCORE' or 'ZRANGEBYSCORE'
+  local out, last = {{}}, nil
+  local rows = redis.call(range, KEYS[1], 0, n - 1, 'WITHSCORES')
+  for i = 2, #rows, 2 do
+    if rows[i] ~= last then
+      last = rows[i]
+      for _, id in ipairs(redis.call(run, KEYS[1], last, last, 'LIMIT', 0, n - #out)) do
+        out[#out + 1] = id
+      end
+    end
+  end
+  return out
+end
 local function reindex()
   if redis.call('EXISTS', KEYS[1]) + redis.call('EXISTS', KEYS[5]) > 0 then
     redis.call('SADD', KEYS[4], ARGV[1])
@@ -94,7 +130,7 @@ _PUT = (
 store(ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[2])
 if excess > 0 then
-  drop(redis.call('ZRANGE', KEYS[1], 0, excess - 1))
+  drop(ends(excess, true))
 end
 bump()
 reindex()
@@ -102,11 +138,13 @@ return excess
 """
 )
 
-# ARGV: bucket, now, limit, max_entries. Returns the epoch ('' when cold), the version,
-# then the JSON of the newest `limit` live entries.
+# ARGV: bucket, now, limit, max_entries. Returns the epoch ('' when cold, or filled by an
+# earlier run of the server), the version (run_id:counter), then the JSON of the newest
+# `limit` live entries.
 _READ = (
     _BUCKET_LUA
     + """
+local server = run_id()
 local before = redis.call('ZCARD', KEYS[1])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[2])
 drop(expired)
@@ -114,9 +152,13 @@ if #expired > 0 and before >= tonumber(ARGV[4]) then
   redis.call('HDEL', KEYS[5], 'epoch')
 end
 reindex()
-local state = redis.call('HMGET', KEYS[5], 'epoch', 'version')
-local out = {state[1] or '', state[2] or '0'}
-for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)) do
+local state = redis.call('HMGET', KEYS[5], 'epoch', 'version', 'run')
+local epoch = state[1] or ''
+if state[3] ~= server then
+  epoch = ''
+end
+local out = {epoch, server .. ':' .. (state[2] or '0')}
+for _, id in ipairs(ends(tonumber(ARGV[3]), false)) do
   out[#out + 1] = redis.call('HGET', KEYS[2], id)
 end
 return out
@@ -148,7 +190,9 @@ return removed
 _REPLACE = (
     _BUCKET_LUA
     + """
-if ARGV[3] ~= '' and (redis.call('HGET', KEYS[5], 'version') or '0') ~= ARGV[3] then
+local server = run_id()
+local version = server .. ':' .. (redis.call('HGET', KEYS[5], 'version') or '0')
+if ARGV[3] ~= '' and version ~= ARGV[3] then
   return 0
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
@@ -159,7 +203,7 @@ bump()
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[5], 'epoch')
 else
-  redis.call('HSET', KEYS[5], 'epoch', ARGV[2])
+  redis.call('HSET', KEYS[5], 'epoch', ARGV[2], 'run', server)
 end
 reindex()
 return 1
@@ -319,7 +363,7 @@ class RedisTier:
         return BucketRead(
             memories=[self._decode(row, keys.memories) for row in rows],
             epoch=_text(epoch) or None,
-            version=int(version),
+            version=_text(version),
         )
 
     def remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> int:
@@ -336,7 +380,7 @@ class RedisTier:
         memories: Sequence[Memory],
         *,
         epoch: str | None = None,
-        if_version: int | None = None,
+        if_version: str | None = None,
     ) -> bool:
         kept = newest_first(latest_by_id(memories))[: self.max_entries]
         keys = self.keys.bucket(tenant, bucket)

@@ -1,41 +1,54 @@
 """TierSync: the short-term tier kept in step with the long-term tier, through outages.
 
 The long-term tier is the truth; the short-term tier (Redis) is a cache of each bucket's
-newest ``max_entries`` that may come back from an outage empty, or with old data (AOF),
-or having missed writes. A bucket is served from the short-term tier only when it is
-*complete* and *current*; anything else is read from the long-term tier and filled back.
+newest ``max_entries`` that may come back from an outage empty, or with old data (an AOF
+cut short, an RDB snapshot older than the last writes), or having missed writes. A bucket
+is served from the short-term tier only when it is *complete* and *current*; anything
+else is read from the long-term tier and filled back.
 
 **Complete**: a bucket carries a state beside its entries (``stm``): the epoch it was
-filled at, or none (*cold*). Only a fill from the long-term tier sets an epoch, so a
-Redis that restarted empty holds only cold buckets, and a write into one (the first
-write per agent after the restart) never makes it look complete. Removing an entry from
-a full bucket, or pruning an expired one, makes it cold too (older live entries exist
-in the long-term tier only).
+filled at, or none (*cold*). Only a fill from the long-term tier sets an epoch, and only
+for the run of the server that took the fill: ``RedisTier`` keeps the server's
+``run_id`` (new at every start) beside the epoch and compares it in the script that
+reads the bucket. So a Redis that restarted, in any way and whether or not a process
+saw it go, holds only cold buckets, and a write into one (the first write per agent
+after the restart) never makes it look complete. Removing an entry from a full bucket,
+or pruning an expired one, makes it cold too (older live entries exist in the long-term
+tier only).
 
 **Current**: the long-term tier owns an *epoch* (one token, ``LongTermTier.epoch``). It
 changes (``bump_epoch``, a new random token) when the short-term tier may have missed a
 write:
 
 - a write or delete reached the long-term tier but its short-term call failed;
-- this process saw the short-term tier fail and now sees it answer again (Redis came
-  back, perhaps from an AOF that predates writes acknowledged before the crash).
+- this process saw the short-term tier fail and now sees it answer again (what it could
+  not see meanwhile is refilled; a restart is caught per bucket regardless, above).
 
 A bucket filled at another epoch is stale and is filled again. Filling reads the epoch,
 then the bucket's version, then the long-term rows, and writes them only if the version
 did not move (``replace(..., if_version=...)``): a write that landed in between is never
-wiped, and a write that failed in between bumped the epoch after the fill read it.
+wiped, a write that failed in between bumped the epoch after the fill read it, and a
+restart in between changed the version (it carries the server's ``run_id``), so the fill
+never marks complete a bucket whose last writes the restart lost.
 
-**Cheap**: a warm read is the one Redis round trip it always was (entries and state come
-back from one script). Each process caches the epoch for ``epoch_ttl`` seconds (1 s) of
-its clock, forgets it the moment it sees the short-term tier fail, and takes the bump it
-made itself at once. So a process serves exactly the long-term tier's view as soon as
-Redis answers again if it saw the outage, and within ``epoch_ttl`` of the bump if it did
-not. A miss costs one epoch read, one long-term list and one fill.
+**Cheap**: a warm read is the one Redis round trip it always was (entries, state and the
+server's ``run_id`` come back from one script; ``INFO server`` in it costs the server
+7-10 µs, a tenth of the script's time on a full bucket, and the client a few percent of
+a read). Each process caches the epoch for ``epoch_ttl`` seconds (1 s) of its clock,
+forgets it the moment it sees the short-term tier fail, and takes the bump it made
+itself at once. A miss costs one epoch read, one long-term list and one fill; after a
+restart, every bucket misses once.
 
-Known limit: a Redis restart that no process ever sees fail (it restarted between two
-requests and redis-py's one reconnect hid it) bumps nothing; with AOF at ``everysec`` the
-writes of its last second can be missing until each bucket's next write or its state
-expiring (``STATE_TTL_S``).
+**What holds**: after a Redis restart of any kind (empty, from an AOF whole or cut short,
+from an RDB snapshot of any age, a replica promoted), no process serves a stale, missing
+or erased memory, from the first read after it, whether or not any process saw Redis
+fail: every bucket it holds is cold until filled again from the long-term tier. So an
+erasure (``delete``, ``delete_many``) holds through every restart. What remains: a
+process cut off from a Redis that keeps running (a partition) bumps the epoch for the
+writes it missed, and the others see the bump within ``epoch_ttl``; and data replaced
+inside a running server (``DEBUG RELOAD NOSAVE``, ``RESTORE`` of old keys) or evicted
+piecemeal (``maxmemory-policy allkeys-*``; ``volatile-*`` evicts only state keys, which
+leaves buckets cold) goes unseen.
 """
 
 from __future__ import annotations
