@@ -8,8 +8,10 @@ have the length, alphabet and framing of the real thing.
 from __future__ import annotations
 
 import base64
+import json
 import random
 import string
+import zlib
 
 _rng = random.Random(11)
 
@@ -57,7 +59,7 @@ SECRETS: list[tuple[str, str]] = [
     ("github server token", f"GITHUB_TOKEN is ghs_{tok(36)}"),
     ("github fine-grained pat", f"github_pat_{tok(22)}_{tok(59)}"),
     ("stripe live secret", f"charge with sk_live_{tok(24)}"),
-    ("stripe publishable", f"frontend uses pk_live_{tok(24)}"),
+    ("stripe restricted live", f"payouts job uses rk_live_{tok(24)}"),
     ("stripe restricted", f"rk_test_{tok(24)} for the webhook"),
     ("aws access key id", f"AKIA{tok(16, UPPER_DIGITS)} is the deploy user's key id"),
     ("aws session key id", f"temporary ASIA{tok(16, UPPER_DIGITS)}"),
@@ -156,3 +158,256 @@ BENIGN: list[tuple[str, str]] = [
     ("network", "IP 192.168.1.10 and MAC 00:1A:2B:3C:4D:5E"),
     ("secret to bread", "The secret to good bread is patience"),
 ]
+
+
+# Issue 30: shapes the filter missed, weak credential assignments, and benign look-alikes it
+# refused. Labels are "family/variant"; each family appears alone, in a sentence, in
+# JSON/YAML/env-file form and in a URL or command where the shape occurs there.
+
+
+def hexs(n: int) -> str:
+    return tok(n, HEX)
+
+
+def _twilio_sid(prefix: str) -> str:
+    return prefix + hexs(32)
+
+
+def _pypi(host: bytes = b"pypi.org") -> str:
+    macaroon = bytes((2, 1, len(host))) + host + bytes(_rng.randrange(256) for _ in range(120))
+    return "pypi-" + base64.urlsafe_b64encode(macaroon).rstrip(b"=").decode()
+
+
+def _do(kind: str = "p") -> str:
+    return f"do{kind}_v1_{hexs(64)}"
+
+
+def _telegram() -> str:
+    return f"{_rng.randrange(10**8, 10**10)}:AA{tok(33, URLSAFE)}"
+
+
+def _discord() -> str:
+    snowflake = str(_rng.randrange(10**17, 2 * 10**18)).encode()
+    first = base64.urlsafe_b64encode(snowflake).rstrip(b"=").decode()
+    return f"{first}.{tok(6, URLSAFE)}.{tok(_rng.choice((27, 38)), URLSAFE)}"
+
+
+def _terraform() -> str:
+    return f"{tok(14)}.atlasv1.{tok(_rng.randrange(60, 80), URLSAFE)}"
+
+
+def _square() -> str:
+    return "EAAA" + tok(60, URLSAFE)
+
+
+def _firebase() -> str:
+    return f"AAAA{tok(7, URLSAFE)}:APA91b{tok(134, URLSAFE)}"
+
+
+def _service_account(indent: int | None = 2) -> str:
+    fields = {
+        "type": "service_account",
+        "project_id": "acme-analytics-prod",
+        "private_key_id": hexs(40),
+        "client_email": "etl-runner@acme-analytics-prod.iam.gserviceaccount.com",
+        "client_id": str(_rng.randrange(10**20, 10**21)),
+        "auth_uri": "https://accounts.google.com/o/oauth2/auth",
+    }
+    return json.dumps(fields, indent=indent)
+
+
+NEW_SECRETS: list[tuple[str, str]] = [
+    ("twilio/env pair", f"TWILIO_ACCOUNT_SID={_twilio_sid('AC')}\nTWILIO_AUTH_TOKEN={hexs(32)}"),
+    ("twilio/sentence", f"Twilio account {_twilio_sid('AC')} with auth token {hexs(32)}"),
+    (
+        "twilio/json api key",
+        f'{{"account_sid": "{_twilio_sid("AC")}", "api_key": "{_twilio_sid("SK")}"}}',
+    ),
+    ("twilio/url", f"https://api.twilio.com/2010-04-01/Accounts/{_twilio_sid('AC')}/Messages.json"),
+    ("twilio/api key sid alone", _twilio_sid("SK")),
+    ("twilio/api key sid sentence", f"the SMS sender uses API key {_twilio_sid('SK')} now"),
+    ("pypi/alone", _pypi()),
+    ("pypi/pypirc", f"[pypi]\nusername = __token__\npassword = {_pypi()}"),
+    ("pypi/env", f"TWINE_PASSWORD={_pypi()}"),
+    ("pypi/sentence test index", f"upload to test.pypi.org with {_pypi(b'test.pypi.org')} please"),
+    ("pypi/command", f"twine upload -u __token__ -p {_pypi()} dist/*"),
+    ("digitalocean/alone", _do()),
+    ("digitalocean/env", f"export DIGITALOCEAN_TOKEN={_do()}"),
+    ("digitalocean/command", f"doctl auth init --access-token {_do()}"),
+    ("digitalocean/yaml oauth", f"digitalocean:\n  oauth_token: {_do('o')}"),
+    ("shopify/sentence", f"The Admin API access token is shpat_{hexs(32)} for the store"),
+    ("shopify/env custom app", f"SHOPIFY_ACCESS_TOKEN=shpca_{hexs(32)}"),
+    ("shopify/json header", f'{{"X-Shopify-Access-Token": "shppa_{hexs(32)}"}}'),
+    ("shopify/shared secret", f"webhook shared secret shpss_{hexs(32)}"),
+    ("databricks/alone", f"dapi{hexs(32)}"),
+    ("databricks/env", f"DATABRICKS_TOKEN=dapi{hexs(32)}-2"),
+    (
+        "databricks/cfg",
+        f"[DEFAULT]\nhost = https://adb-4242.azuredatabricks.net\ntoken = dapi{hexs(32)}",
+    ),
+    ("databricks/sentence", f"use the workspace PAT dapi{hexs(32)} for the nightly job"),
+    ("mailgun/sentence", f"Mailgun private API key key-{hexs(32)}"),
+    ("mailgun/env", f"MAILGUN_API_KEY=key-{hexs(32)}"),
+    (
+        "mailgun/curl",
+        f"curl -s --user 'api:key-{hexs(32)}' https://api.mailgun.net/v3/mg.acme.io/messages",
+    ),
+    ("mailgun/json", f'{{"mailgun": {{"domain": "mg.acme.io", "key": "key-{hexs(32)}"}}}}'),
+    ("telegram/alone", _telegram()),
+    ("telegram/url", f"https://api.telegram.org/bot{_telegram()}/sendMessage?chat_id=42"),
+    ("telegram/env", f"TELEGRAM_BOT_TOKEN={_telegram()}"),
+    ("telegram/sentence", f"BotFather gave me {_telegram()} for the alerts bot"),
+    ("discord/alone", _discord()),
+    ("discord/env", f"DISCORD_TOKEN={_discord()}"),
+    ("discord/python", f"client.run('{_discord()}')"),
+    ("discord/json", f'{{"bot": {{"token": "{_discord()}", "prefix": "!"}}}}'),
+    ("terraform/alone", _terraform()),
+    (
+        "terraform/credentials json",
+        f'{{"credentials": {{"app.terraform.io": {{"token": "{_terraform()}"}}}}}}',
+    ),
+    ("terraform/env", f"TF_TOKEN_app_terraform_io={_terraform()}"),
+    ("terraform/sentence", f"our team token {_terraform()} expires in March"),
+    ("square/alone", _square()),
+    ("square/sentence sandbox", f"the sandbox token sq0atp-{tok(22, URLSAFE)} works"),
+    ("square/env app secret", f"SQUARE_APPLICATION_SECRET=sq0csp-{tok(43, URLSAFE)}"),
+    ("square/json", f'{{"environment": "production", "access_token": "{_square()}"}}'),
+    (
+        "square/header",
+        f"curl -H 'Square-Version: 2024-10-17' -H 'Authorization: Bearer {_square()}'",
+    ),
+    ("firebase/alone", _firebase()),
+    ("firebase/legacy header", f"Authorization: key={_firebase()}"),
+    ("firebase/json", f'{{"fcm": {{"server_key": "{_firebase()}"}}}}'),
+    ("firebase/env", f"FCM_SERVER_KEY={_firebase()}"),
+    ("gcp service account/pretty json", _service_account()),
+    ("gcp service account/one line json", _service_account(None)),
+    ("gcp service account/key id only", f'"private_key_id": "{hexs(40)}",'),
+    (
+        "gcp service account/yaml",
+        f"type: service_account\nproject_id: acme-prod\nprivate_key_id: {hexs(40)}",
+    ),
+    ("weak assignment/password spaced", "password = letmein"),
+    ("weak assignment/pwd", "pwd=qwerty"),
+    ("weak assignment/api_key quoted", 'api_key="abcdef"'),
+    ("weak assignment/token", "token=abc"),
+    ("weak assignment/yaml nested", "db:\n  user: app\n  password: letmein"),
+    ("weak assignment/json", '{"username": "ada", "password": "sunshine"}'),
+    ("weak assignment/client_secret yaml", "client_secret: hunter"),
+    ("weak assignment/export", "export API_KEY=abc"),
+    ("weak assignment/secret_key python", "SECRET_KEY = 'dev'"),
+    ("weak assignment/access_token yaml", "access_token: tok"),
+    ("weak assignment/refresh_token arrow", 'refresh_token => "r1"'),
+    ("weak assignment/go walrus", "authToken := guest"),
+    ("weak assignment/private_key", "private_key = mykey"),
+    ("weak assignment/apikey", "apikey: foo"),
+    ("weak assignment/credentials", "credentials=admin:admin"),
+    ("weak assignment/bearer", '"bearer": "qwerty"'),
+    ("weak assignment/MYSQL_PWD", "MYSQL_PWD=root"),
+    ("weak assignment/pass", "pass=dragon"),
+    ("weak assignment/passwd yaml", "passwd: monkey"),
+    ("weak assignment/PASSWORD quoted", "PASSWORD='password'"),
+    ("weak assignment/mid-sentence", "Wifi name: Home5G, password: letmein"),
+    ("weak assignment/url query", "https://example.com/login?user=ada&password=letmein"),
+    ("weak assignment/url token", "https://example.com/api/v1/export?token=abc&format=csv"),
+    ("weak assignment/camel case", "clientSecret: 'test'"),
+    ("weak assignment/access_key", "access_key=dev"),
+    ("weak assignment/passphrase", "passphrase = opensesame"),
+    ("weak assignment/toml", '[database]\nhost = "db.internal"\npassword = "changeit"'),
+    ("weak assignment/cli flag", "mysql -u root --password=toor shop"),
+    ("weak assignment/user memory", "The user's wifi password: sunflower"),
+    ("weak assignment/docker env", "-e POSTGRES_PASSWORD=postgres"),
+]
+
+NEW_BENIGN: list[tuple[str, str]] = [
+    ("stripe publishable/sentence", f"frontend uses pk_live_{tok(24)}"),
+    ("stripe publishable/env", f"STRIPE_PUBLISHABLE_KEY=pk_test_{tok(24)}"),
+    ("stripe publishable/json", f'{{"publishableKey": "pk_live_{tok(99)}"}}'),
+    ("stripe publishable/js", f"const stripe = Stripe('pk_test_{tok(24)}');"),
+    ("module path/alone", "memstack.storage._postgres_query.vector_search_sql"),
+    ("module path/sentence", "See memstack.longterm._tokenness.passes for the levels"),
+    (
+        "module path/import",
+        "from memstack.adapters.langgraph._search import keyword_search_results_for_namespace",
+    ),
+    (
+        "module path/long",
+        "memstack.service.long_term_memory_service.remember_conversation_with_reconciliation",
+    ),
+    ("module path/entry point", "uvicorn memstack.server.app:create_app --factory"),
+    (
+        "module path/camel",
+        "MemoryServiceHandlerAbc.update.ConfigurationLoaderFactoryX handles reloads",
+    ),
+    ("non-credential key/s3", "S3 key: reports/2024/q3/summary.csv"),
+    ("non-credential key/cache", "Cache key: user:42:profile"),
+    ("non-credential key/idempotency", "idempotency key: order-2024-11-27-0042"),
+    ("non-credential key/partition", "partition_key=tenant_42"),
+    ("non-credential key/primary", "The primary key is (tenant_id, created_at)"),
+    ("non-credential key/sort", "sort key: created_at#2024-11-27T10:00:00Z"),
+    ("non-credential key/foreign", "foreign key: orders.customer_id -> customers.id"),
+    ("non-credential key/object", "object key: uploads/avatars/ada-2024-11-27.png"),
+    ("non-credential key/map", "map key: session-7f3a9c2e4b1d"),
+    ("non-credential key/dict", "dict key: 'user_id' maps to the profile row"),
+    ("non-credential key/keyboard", "Press the Escape key: it closes the dialog"),
+    ("non-credential key/key-value talk", "key: value pairs are stored in the metadata column"),
+    ("non-credential key/dynamodb", "DynamoDB sort_key=ts#2024-11-27T10:00 and hash key userId"),
+    (
+        "non-credential key/idempotency header",
+        "send idempotency_key=req-2024-11-27-0001 on retries",
+    ),
+    ("non-credential key/redis", "Redis cache_key=user:42:profile:v2 expires in 300 s"),
+    ("non-credential key/s3 object", "S3 object key: backups/2024-11-27/db-dump-0042.sql.gz"),
+    ("non-credential key/public ssh", f"public_key=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{tok(43)}"),
+    ("credential word/page token", "Pagination: next_page_token=CAoQAA for page two"),
+    ("credential word/max tokens", "max_tokens=4000 for the summary call"),
+    ("credential word/password policy", "password_policy: min 12 chars, one digit"),
+    ("credential word/boarding pass", "Boarding pass: gate B12, seat 14C"),
+    ("credential word/test counts", "CI run: pass=120 fail=3 skip=2"),
+    ("credential word/pwd env", "PWD=/home/ada/projects/memstack"),
+    ("credential word/secret prose", "The secret: keep batches under 100 items"),
+    ("credential word/auth required", "auth: required for all /admin routes"),
+    ("credential word/password prose", "The user's password was reset yesterday by IT"),
+    ("credential word/token count", "token count: 4,096 for the prompt"),
+    ("placeholder/function call", "token = get_token()"),
+    ("placeholder/settings", "api_key = settings.OPENAI_API_KEY"),
+    ("placeholder/environ", "password = os.environ['DB_PASSWORD']"),
+    ("placeholder/null", "password: null"),
+    ("placeholder/none", "api_key=None"),
+    ("placeholder/redacted", "secret: <redacted>"),
+    ("placeholder/env var", "token=${GITHUB_TOKEN}"),
+    ("placeholder/template", "password: '{{ db_password }}'"),
+    ("placeholder/mask", "token: ***"),
+    ("placeholder/empty", "password="),
+    ("placeholder/empty quoted", 'PASSWORD=""'),
+    ("placeholder/process env", "apiKey: process.env.MAPBOX_TOKEN"),
+    ("placeholder/shell var", "export API_TOKEN=$VAULT_TOKEN"),
+    ("look-alike/git sha", f"Revert ac{hexs(38)} from yesterday"),
+    ("look-alike/key-value", "a key-value store (Redis) holds the sessions"),
+    ("look-alike/telegram-ish time", "Logged at 20241127:1042 in the audit trail"),
+    ("look-alike/service account prose", "The service account type is workload identity"),
+    ("look-alike/uuid pair", f"Trace {_uuid()}.{_uuid()} was slow"),
+]
+
+
+ALL_SECRETS: list[tuple[str, str]] = SECRETS + NEW_SECRETS
+ALL_BENIGN: list[tuple[str, str]] = BENIGN + NEW_BENIGN
+
+
+def family(label: str) -> str:
+    """A case's shape family: the part of its label before ``/`` (issue 11's cases have no
+    family of their own)."""
+    return label.split("/")[0] if "/" in label else "issue 11 corpus"
+
+
+def halves(cases: list[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
+    """The cases split in two: each family's cases alternately into ``tune`` and ``held``
+    (which comes first depends on the family). The filter was tuned looking at ``tune``
+    only; ``held`` measures it on cases it was not tuned on."""
+    seen: dict[str, int] = {}
+    out: dict[str, list[tuple[str, str]]] = {"tune": [], "held": []}
+    for label, text in cases:
+        name = family(label)
+        n = seen[name] = seen.get(name, -1) + 1
+        out["held" if (n + zlib.crc32(name.encode())) % 2 else "tune"].append((label, text))
+    return out

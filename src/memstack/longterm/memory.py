@@ -44,7 +44,7 @@ from memstack.longterm.scoring import (
     recencies,
     recency,
 )
-from memstack.longterm.secrets import find_secret
+from memstack.longterm.secrets import find_secret, looks_like_secret
 from memstack.longterm.turns import (
     DEFAULT_RADIUS,
     MAX_SESSION_SCAN,
@@ -67,6 +67,7 @@ from memstack.longterm.types import (
 from memstack.longterm.versions import Closing, close_current, closed, history
 from memstack.providers.base import ChatModel, Message
 from memstack.storage import Cap, Filter, Record, RecordStore
+from memstack.storage._vectors import top_k
 from memstack.storage.hybrid import KeywordMatches, fused_candidates, keyword_matches
 from memstack.storage.types import own_metadata
 
@@ -150,7 +151,8 @@ class LongTermMemory:
         include_superseded: bool = False,
         provenances: Sequence[Provenance] | None = None,
     ) -> list[RecalledMemory]:
-        """The ``k`` best memories for ``query``, best first.
+        """The ``k`` best memories for ``query``, best first (equal scores: the more
+        relevant first, then the smaller id).
 
         Candidates are the nearest neighbours by embedding plus the best keyword (BM25)
         matches; each is scored 0.7·relevance + 0.2·recency + 0.1·importance, where
@@ -216,8 +218,8 @@ class LongTermMemory:
             ),
             importance=[r.importance for r in records],
         )
-        # Best score first; ties go to the more relevant, then the one gathered first.
-        best = np.lexsort((-relevance, -scores))[:k].tolist()
+        # Best score first; ties go to the more relevant, then to the smaller id.
+        best = top_k(scores, k, lambda i: (-relevance[i], records[i].id)).tolist()
         ranked = [
             _recalled(
                 records[i],
@@ -306,12 +308,17 @@ class LongTermMemory:
         Tool and system messages never reach the extraction model; it sees at most
         12,000 characters and may propose at most 8 memories.
 
+        Each candidate passes the secret filter as soon as it is extracted: one that
+        looks like a secret (outcome ``secret``) is never embedded, compared, shown to
+        the model or stored.
+
         With ``reconcile`` (the default), when some candidate has stored memories close
         to it (cosine >= ``SIMILAR_FLOOR``), a second call shows the model those memories
-        and it decides per candidate: ``add``; ``update <id>`` (the candidate supersedes
-        that memory); ``delete <id>`` (that memory is closed, its text kept in history,
-        outcome ``retired``); or ``none`` (outcome ``unchanged``). A malformed decision
-        reply is a ``ReconcileError`` and nothing is stored or changed.
+        (never one that looks like a secret) and it decides per candidate: ``add``;
+        ``update <id>`` (the candidate supersedes that memory); ``delete <id>`` (that
+        memory is closed, its text kept in history, outcome ``retired``); or ``none``
+        (outcome ``unchanged``). A malformed decision reply is a ``ReconcileError`` and
+        nothing is stored or changed. One outcome per candidate, in order.
         """
         if self.extraction_provider is None or not self.extraction_model:
             raise ConfigError(
@@ -328,9 +335,16 @@ class LongTermMemory:
             replace(c, provenance="extracted", provenance_detail=self.extraction_model)
             for c in parse_candidates(reply.content)
         ]
-        if not reconcile or not candidates:
-            return await self.remember_many(candidates)
-        return await self._reconciled(candidates)
+        # The secret filter first: nothing it refuses is embedded, deduped, shown to a
+        # model or stored.
+        refused = [_secret_outcome(c) for c in candidates]
+        clean = [c for c, outcome in zip(candidates, refused, strict=True) if outcome is None]
+        if not reconcile or not clean:
+            kept = await self.remember_many(clean)
+        else:
+            kept = await self._reconciled(clean)
+        rest = iter(kept)  # one outcome per clean candidate, in order
+        return [next(rest) if outcome is None else outcome for outcome in refused]
 
     async def _reconciled(self, candidates: list[Candidate]) -> list[RememberOutcome]:
         """Show the model each candidate's similar stored memories and apply its decisions."""
@@ -376,7 +390,9 @@ class LongTermMemory:
         return [o for o in outcomes if o is not None]
 
     def _similar(self, candidates: list[Candidate]) -> tuple[np.ndarray, list[list[Similar]]]:
-        """The candidates' vectors, and for each its closest current stored memories."""
+        """The candidates' vectors, and for each its closest current stored memories
+        (leaving out any that looks like a secret: stored before the filter knew its
+        shape, it is still never sent to a model)."""
         vectors = self.embedder.embed_batch([c.text for c in candidates])
         similar = [
             [
@@ -384,7 +400,7 @@ class LongTermMemory:
                 for hit in self.store.vector_search(
                     self.namespace, vector, k=MAX_SIMILAR, model_id=self.embedder.model_id
                 )
-                if hit.score >= SIMILAR_FLOOR
+                if hit.score >= SIMILAR_FLOOR and not looks_like_secret(hit.record.text)
             ]
             for vector in vectors
         ]
@@ -495,16 +511,8 @@ class LongTermMemory:
         """Store the candidates that pass the secret filter and dedupe, close what they
         supersede and what ``retire`` names, and evict: one transaction. ``vectors`` are
         the candidates' embeddings when the caller has them already."""
-        outcomes: list[RememberOutcome | None] = [None] * len(candidates)
-        pending: list[int] = []
-        for i, candidate in enumerate(candidates):
-            found = find_secret({"text": candidate.text, "metadata": candidate.metadata})
-            if found is not None:
-                outcomes[i] = RememberOutcome(
-                    status="secret", text=candidate.text, secret_kind=found.kind
-                )
-            else:
-                pending.append(i)
+        outcomes: list[RememberOutcome | None] = [_secret_outcome(c) for c in candidates]
+        pending = [i for i, outcome in enumerate(outcomes) if outcome is None]
         records: list[Record] = []
         if pending:
             embedded = (
@@ -811,6 +819,14 @@ def _check_text(value: object, field: str) -> None:
 def _check_k(k: object) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise InvalidInput(f"k must be an int from 1 to {MAX_K}; got {k!r}.", field="k")
+
+
+def _secret_outcome(candidate: Candidate) -> RememberOutcome | None:
+    """The ``secret`` outcome when the candidate's text or metadata looks like a secret."""
+    found = find_secret({"text": candidate.text, "metadata": candidate.metadata})
+    if found is None:
+        return None
+    return RememberOutcome(status="secret", text=candidate.text, secret_kind=found.kind)
 
 
 def _validated(candidate: Candidate, index: int) -> Candidate:

@@ -10,20 +10,28 @@ automaton, no backtracking), so a scan is linear in the text whatever it holds. 
 are grouped in three tiers, each compiled into one alternation and scanned once, most
 specific first, so a key inside an assignment is reported as the key:
 
-1. ``exact``: a distinctive prefix and length (``ghp_``, ``AKIA``, a PEM header...): a
+1. ``exact``: a known vendor prefix followed by a run of the vendor's alphabet
+   (``ghp_``, ``AKIA``, ``pypi-AgE``, ``dop_v1_``, ``AC`` + 32 hex, a PEM header...): a
    match is a secret.
 2. ``framed``: a frame that says "credential here" (``AccountKey=``, ``sig=``, a URL's
-   ``user:pass@``, ``Authorization:``, ``Bearer``, ``sk-``): the value in the frame must
-   also pass a token-ness check.
-3. ``assignment``: a credential noun (``password``, ``token``, ``api key``, ``_SECRET``...)
-   followed by ``=``, ``:``, ``is`` or ``was``, then a value that must pass the check
-   (stricter after prose ``: `` / ``is`` than after code ``=``).
+   ``user:pass@``, ``Authorization:``, ``Bearer``, three dotted base64 runs): the value in
+   the frame must also pass a token-ness check.
+3. ``assignment``: a name holding a credential word (``password``, ``DB_PASSWORD``,
+   ``api key``, ``clientSecret``, ``refresh_token``...) followed by ``=``, ``:``, ``:=``,
+   ``=>``, ``is`` or ``was``, then a value; ``memstack.longterm._assignment`` judges it.
+   A password or credential name written as an assignment (``password = letmein``,
+   ``token: abc``, ``{"api_key": "x"}``) refuses any value but a placeholder; in prose
+   ("my password is hunter2") a value that looks like a password or a token; a bare
+   ``key``/``auth`` (``OPENAI_KEY=``) a value that looks like a token; a name that is not
+   a credential's (``S3 key``, ``cache key``, ``partition_key``, ``next_page_token``)
+   nothing.
 
 The token-ness checks (``memstack.longterm._tokenness``) keep prose, templates and
 placeholders out: "The password was changed", ``postgres://USER:PASSWORD@HOST/DB``,
-``Bearer <api key>``. A frame whose value fails is skipped and the scan goes on after
-it, so the number of candidates, and the Python work, stays linear too. False positives
-are preferable to persisting a real key.
+``Bearer <api key>``, ``password: ${DB_PASSWORD}``, ``token = get_token()``. A frame
+whose value fails is skipped and the scan goes on after its value, so the number of
+candidates, and the Python work, stays linear too. False positives are preferable to
+persisting a real key.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import re2
 
 from memstack._json import JSON
 from memstack.errors import InvalidInput
+from memstack.longterm._assignment import VALUE_WORDS, Groups, judge_assignment
 from memstack.longterm._tokenness import Level, passes
 
 __all__ = [
@@ -58,30 +67,17 @@ class SecretShape:
 
     name: str
     pattern: str
-    judge: Callable[[dict[str, str]], bool] | None = None
+    judge: Callable[[Groups], bool] | None = None
 
 
-def _level(level: Level) -> Callable[[dict[str, str]], bool]:
-    return lambda groups: passes(groups["v"], level)
+def _level(level: Level) -> Callable[[Groups], bool]:
+    return lambda groups: passes(groups["v"] or "", level)
 
 
-def _header(groups: dict[str, str]) -> bool:
+def _header(groups: Groups) -> bool:
     # With a scheme (``Basic dXNl...``) the password level; without one, only a real
     # token (not "Authorization: pending approval").
-    return passes(groups["v"], "password" if groups["scheme"] else "token")
-
-
-_PASSWORD_NOUNS: Final = ("pass", "pwd")
-
-
-def _assignment(groups: dict[str, str]) -> bool:
-    # Code (``=``, ``=>``, ``:`` with no space, a quoted key) and any password noun take
-    # the password level; prose after another noun (``secret: the launch``) needs a token.
-    op, noun = groups["o"].strip(), groups["n"].lower()
-    code = "=" in op or groups["q"] != "" or (op == ":" and groups["sp"] == "")
-    if code or noun.startswith(_PASSWORD_NOUNS):
-        return passes(groups["v"], "password")
-    return passes(groups["v"], "token")
+    return passes(groups["v"] or "", "password" if groups["scheme"] else "token")
 
 
 MAX_CANDIDATES: Final = 512
@@ -102,7 +98,7 @@ EXACT: Final = (
     SecretShape(
         name="github_token", pattern=r"\b(?:gh[pousr]_[A-Za-z0-9]{30}|github_pat_[A-Za-z0-9_]{22})"
     ),
-    SecretShape(name="stripe_key", pattern=r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10}"),
+    SecretShape(name="stripe_key", pattern=r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10}"),
     SecretShape(name="aws_access_key", pattern=r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     SecretShape(name="slack_token", pattern=r"\bxox[abposr]-[A-Za-z0-9-]{10}"),
     SecretShape(
@@ -115,8 +111,23 @@ EXACT: Final = (
     SecretShape(name="gitlab_token", pattern=r"\bglpat-[A-Za-z0-9_-]{20}"),
     SecretShape(name="sendgrid_key", pattern=r"\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16}"),
     SecretShape(name="jwt", pattern=r"\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6}"),
+    SecretShape(name="twilio_sid", pattern=r"\b(?:AC|SK)[0-9a-f]{32}"),
+    SecretShape(name="pypi_token", pattern=r"\bpypi-AgE[A-Za-z0-9_-]{16}"),
+    SecretShape(name="digitalocean_token", pattern=r"\bdo[opr]_v1_[0-9a-f]{32}"),
+    SecretShape(name="shopify_token", pattern=r"\bshp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}"),
+    SecretShape(name="databricks_token", pattern=r"\bdapi[0-9a-f]{32}"),
+    SecretShape(name="mailgun_key", pattern=r"\bkey-[0-9a-f]{32}"),
+    SecretShape(name="telegram_bot_token", pattern=r"[0-9]{6,12}:AA[A-Za-z0-9_-]{30}"),
+    SecretShape(name="terraform_token", pattern=r"\.atlasv1\.[A-Za-z0-9_-]{20}"),
     SecretShape(
-        name="jwt_like", pattern=r"\b[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20}"
+        name="square_token",
+        pattern=r"\b(?:EAAA[A-Za-z0-9_-]{40}|sq0(?:atp|csp|idp)-[A-Za-z0-9_-]{20})",
+    ),
+    SecretShape(name="firebase_key", pattern=r":APA91b[A-Za-z0-9_-]{40}"),
+    SecretShape(
+        name="gcp_service_account",
+        pattern=r"\btype[\"']?[ \t]*[:=][ \t]*[\"']?service_account\b"
+        r"|\bprivate_key_id[\"']?[ \t]*[:=][ \t]*[\"']?[0-9a-f]{40}",
     ),
 )
 
@@ -155,23 +166,27 @@ FRAMED: Final = (
         pattern=r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{1,64})",
         judge=_level("token"),
     ),
+    SecretShape(  # JWTs without their header, Discord bot tokens, signed cookies
+        name="dotted_token",
+        pattern=r"\b(?P<v>[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{20})",
+        judge=_level("random"),
+    ),
 )
+
+_NOUN: Final = r"pass(?:word|wd|phrase|code)?|pwd|secret|token|apikey|auth|credentials?|bearer|key"
 
 ASSIGNMENT: Final = (
     SecretShape(
-        name="password_statement",
-        pattern=r"(?i)pass(?:word|wd|phrase|code)[ \t]+(?:is|was)[ \t]*:?[ \t]*[\"']?"
-        r"(?P<v>" + _VALUE + ")",
-        judge=_level("password"),
-    ),
-    SecretShape(
         name="credential_assignment",
-        pattern=r"(?i)(?P<n>pass(?:word|wd|phrase|code)|pwd|secret|token|api[ _-]?key|apikey|"
-        r"access[ _-]?key|auth|credentials?|private[ _-]?key|key)"
-        r"(?:[_-](?:key|base|value|hash|salt|b64|hex))*(?P<q>[\"']?)"
-        r"(?P<o>[ \t]*(?:=>|=|:)|[ \t]+(?:is|was)(?:[ \t]*:)?)(?P<sp>[ \t]*)[\"']?"
-        r"(?P<v>" + _VALUE + ")",
-        judge=_assignment,
+        # [prose word] name (a credential word, what comes before it in the identifier,
+        # value words after it), [quote], operator, [quote], value, and a peek at what
+        # follows (a call? the end of the clause?). The scan resumes after the value.
+        pattern=r"(?i)(?:(?P<pre>\b[A-Za-z0-9]{1,20})[ \t]+)?"
+        r"(?P<k>[A-Za-z0-9_.-]{0,40}?)(?P<n>" + _NOUN + r")"
+        r"(?P<s>(?:[_.-]?(?:" + "|".join(VALUE_WORDS) + r"))*)(?P<q>[\"']?)"
+        r"(?P<o>[ \t]*(?::=|=>|=|:)|[ \t]+(?:is|was)(?:[ \t]*:)?)(?P<sp>[ \t]*)"
+        r"(?P<vq>[\"'`]?)(?P<v>" + _VALUE + r")(?P<t>[^\r\n]{0,16})",
+        judge=judge_assignment,
     ),
 )
 
@@ -218,16 +233,24 @@ class _Tier:
             if shape.judge(_values(match, self.groups[i])):
                 return shape.name, budget
             budget -= 1
-            pos = match.end()  # a match is never empty, so the scan moves on
+            # On after the value (what follows it was only peeked at); a value is never
+            # empty and comes after the frame's start, so the scan moves on.
+            pos = match.end(self.groups[i]["v"])
         return None, budget
 
 
-def _values(match: Any, groups: dict[str, int]) -> dict[str, str]:
-    return {name: (match.group(i) or b"").decode("utf-8", "replace") for name, i in groups.items()}
+def _values(match: Any, groups: dict[str, int]) -> dict[str, str | None]:
+    return {
+        name: None if match.start(i) < 0 else match.group(i).decode("utf-8", "replace")
+        for name, i in groups.items()
+    }
+
+
+_GROUPS: Final = ("v", "o", "n", "q", "sp", "scheme", "pre", "k", "s", "vq", "t")
 
 
 def _rename(pattern: str, i: int) -> str:
-    for group in ("v", "o", "n", "q", "sp", "scheme"):
+    for group in _GROUPS:
         pattern = pattern.replace(f"(?P<{group}>", f"(?P<{group}_{i}>")
     return pattern
 
