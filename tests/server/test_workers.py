@@ -150,13 +150,13 @@ def test_two_worker_processes_serve_requests_over_shared_tiers(served: Served):
     assert "No API key existed" not in banner  # the key made beforehand was found
     assert "short-term tier: Redis" in banner
     assert "2 worker processes, loop uvloop, http httptools" in banner
-    assert _wait_healthy(url) == {"status": "ok", "short_term": "ok"}
+    assert _wait_healthy(url) == {"status": "ok", "long_term": "up", "short_term": "up"}
     first, second = _worker_pids(process.pid, 2)
     headers = {"Authorization": f"Bearer {key}"}
     agent = f"agent-{uuid.uuid4().hex[:8]}"
 
     with _only(first, [first, second]):  # stored by one worker process...
-        assert _wait_healthy(url)["short_term"] == "ok"
+        assert _wait_healthy(url)["short_term"] == "up"
         stored = httpx.post(
             f"{url}/api/memories",
             headers=headers,

@@ -2,8 +2,11 @@
 
 Every request to ``/mcp`` must carry ``Authorization: Bearer <api key>``, resolved by the
 same ``ApiKeys`` as REST to the tenant's ``Principal``, or it is refused with REST's 401
-body before the SDK sees it. The principal reaches the tools through a context variable
-set for that request only, so every call is scoped by the key that made it.
+body before the SDK sees it (a key that cannot be looked up, the store being down, is
+REST's 503 with ``Retry-After``: the route sits inside the app's error handlers; a tool
+call that finds the store down is a tool error saying so). The principal reaches the
+tools through a context variable set for that request only, so every call is scoped by
+the key that made it.
 
 The server is stateless (a fresh transport per request, JSON answers, no session ids):
 any worker of ``memstack serve --workers N`` can answer any request. DNS-rebinding

@@ -3,13 +3,14 @@
 Every error body is ``{"error": {"code", "message", "field"}}`` (``ErrorResponse``); a
 bad request never reaches the services, so it never changes stored data. Routes declare
 which of these statuses they answer with ``error_responses``, so ``/openapi.json`` lists
-them with the real body.
+them with the real body. A 503 (a backing store is down) carries ``Retry-After``
+(``RETRY_AFTER_S``).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Final
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -22,6 +23,8 @@ from memstack.server.schemas import ErrorResponse
 from memstack.service.principal import Forbidden
 
 __all__ = [
+    "RETRY_AFTER_DOC",
+    "RETRY_AFTER_S",
     "SERVICE_ERRORS",
     "BodyLimit",
     "error_response",
@@ -35,6 +38,23 @@ _EMPTY = "the request body is empty; send a JSON object."
 _NOT_JSON_TYPE = (
     "the request body was not read as JSON; send a JSON object with Content-Type: application/json."
 )
+
+RETRY_AFTER_S: Final = 1
+"""The ``Retry-After`` of a 503, in seconds: the PostgreSQL pool tries to reconnect about
+once a second (``storage.postgres.RECONNECT_TIMEOUT_S``), and a request answers 503
+within ``storage.postgres.REQUEST_TIMEOUT_S`` while the store stays down."""
+RETRY_AFTER_DOC: Final[dict[str, Any]] = {
+    "Retry-After": {
+        "description": "Seconds to wait before trying again.",
+        "schema": {"type": "integer", "example": RETRY_AFTER_S},
+    }
+}
+"""The OpenAPI ``headers`` of a 503 answer."""
+_HEADERS: Final = {
+    401: {"WWW-Authenticate": "Bearer"},
+    503: {"Retry-After": str(RETRY_AFTER_S)},
+}
+"""The headers of an error answer, by status."""
 
 # status: (code, when it is answered, an example message, the example's field)
 _DOCUMENTED: dict[int, tuple[str, str, str, str | None]] = {
@@ -72,8 +92,10 @@ _DOCUMENTED: dict[int, tuple[str, str, str, str | None]] = {
     ),
     503: (
         "unavailable",
-        "A backing store (database, Redis) is unreachable.",
-        "a backing store is unavailable: ...",
+        "A backing store (database, Redis) is unreachable; try again after `Retry-After` "
+        "seconds. `/healthz` says which.",
+        "a backing store is unavailable: PostgreSQL is unavailable: no connection within "
+        "1.5 s (...)",
         None,
     ),
 }
@@ -90,6 +112,8 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
             "description": f"`{code}`: {when}",
             "content": {"application/json": {"example": example}},
         }
+        if status == 503:
+            out[status]["headers"] = RETRY_AFTER_DOC
     return out
 
 
@@ -100,7 +124,7 @@ def error_response(
     status: int, code: str, message: str, field: str | None = None, **extra: Any
 ) -> JSONResponse:
     body: dict[str, Any] = {"code": code, "message": message, "field": field, **extra}
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    headers = _HEADERS.get(status)
     return JSONResponse({"error": body}, status_code=status, headers=headers)
 
 

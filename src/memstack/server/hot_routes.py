@@ -10,7 +10,8 @@ about half the time.
 ``HotRoutes`` answers these directly over ASGI, with what the FastAPI routes use: the
 same Bearer keys (``ApiKeys.principal``), the same request models, the same service calls
 and answers (``routes.stored``, ``routes.searched``, ``routes.listed``) and the same
-error bodies (``errors.service_error_response``). A request it cannot be sure to answer
+error bodies (``errors.service_error_response``), also when the key lookup fails (a 503
+with ``Retry-After`` while the store is down). A request it cannot be sure to answer
 as FastAPI would goes on to the FastAPI app unchanged, its body included, and is
 answered there as before:
 
@@ -104,7 +105,10 @@ class HotRoutes:
         # The body first: it costs no I/O, and one FastAPI refuses goes there without
         # a key lookup here that FastAPI would make again.
         request = _parsed(model, body)
-        caller = None if request is None else await self.keys.principal(token)
+        caller = None if request is None else await self._principal(token)
+        if isinstance(caller, JSONResponse):  # the key could not be looked up
+            await caller(scope, again, send)
+            return
         if request is None or caller is None:
             await self.app(scope, again, send)
             return
@@ -121,7 +125,10 @@ class HotRoutes:
     async def _list(self, scope: Scope, receive: Receive, send: Send) -> None:
         query = _list_query(scope.get("query_string", b""))
         token = _bearer_token(scope) if query is not None else None
-        caller = None if token is None else await self.keys.principal(token)
+        caller = None if token is None else await self._principal(token)
+        if isinstance(caller, JSONResponse):  # the key could not be looked up
+            await caller(scope, receive, send)
+            return
         if query is None or caller is None:
             await self.app(scope, receive, send)
             return
@@ -140,6 +147,18 @@ class HotRoutes:
         else:
             response = JSONResponse(out.model_dump(mode="json"))
         await response(scope, receive, send)
+
+    async def _principal(self, token: str) -> Principal | JSONResponse | None:
+        """The key's principal, None for a key that does not authenticate (FastAPI
+        answers the 401), or the error answer when it could not be looked up (the
+        store is down: 503, as FastAPI's dependency would answer)."""
+        try:
+            return await self.keys.principal(token)
+        except Exception as exc:
+            response = service_error_response(exc)
+            if response is None:
+                raise
+            return response
 
 
 def _is_list(scope: Scope) -> bool:
