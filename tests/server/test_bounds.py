@@ -1,7 +1,7 @@
 """Bounded work per request and errors as documented (issue 11): every page bound is a
 4xx naming the field and its range, any unparseable body is 400 ``malformed_json``,
-what the schema calls valid is accepted, and a knowledge document's passages are capped
-and embedded in small batches."""
+what the schema calls valid is accepted, and a knowledge document is embedded in small
+batches: within its request up to ``SYNC_PASSAGES`` passages, in the background beyond."""
 
 from pathlib import Path
 
@@ -10,10 +10,11 @@ import pytest
 
 from memstack.server.app import create_app
 from memstack.server.services import open_services
-from memstack.service.knowledge import CHUNK_CHARS, EMBED_BATCH, MAX_PASSAGES
+from memstack.service.knowledge import CHUNK_CHARS, EMBED_BATCH, SYNC_PASSAGES
 from memstack.service.memories import MAX_LIST_OFFSET
 from tests.embeddings.recording import RecordingEmbedder
 from tests.server.conftest import Keys, auth
+from tests.server.indexing import until_indexed
 
 PAGE_BOUNDS = [
     ("/api/memories?offset=9223372036854775808", "offset", str(MAX_LIST_OFFSET)),
@@ -129,24 +130,23 @@ async def recorded(tmp_path: Path):
 async def test_a_document_is_embedded_in_small_batches(recorded):
     api, key, embedder = recorded
     response = await api.post(
-        "/api/knowledge", json={"title": "t", "text": _document(MAX_PASSAGES)}, headers=auth(key)
+        "/api/knowledge", json={"title": "t", "text": _document(SYNC_PASSAGES)}, headers=auth(key)
     )
     assert response.status_code == 201, response.text
     sizes = [len(b) for b in embedder.batches]
-    print(f"{MAX_PASSAGES} passages embedded in {len(sizes)} batches of at most {max(sizes)}")
-    assert sum(sizes) == MAX_PASSAGES and max(sizes) == EMBED_BATCH
+    print(f"{SYNC_PASSAGES} passages embedded in {len(sizes)} batches of at most {max(sizes)}")
+    assert sum(sizes) == SYNC_PASSAGES and max(sizes) == EMBED_BATCH
 
 
-async def test_a_document_over_the_passage_cap_is_refused_before_any_embedding(recorded):
+async def test_a_document_over_the_sync_passages_is_embedded_after_the_answer(recorded):
     api, key, embedder = recorded
     response = await api.post(
         "/api/knowledge",
-        json={"title": "t", "text": _document(MAX_PASSAGES + 1)},
+        json={"title": "t", "text": _document(SYNC_PASSAGES + 1)},
         headers=auth(key),
     )
-    assert response.status_code == 422, response.text
-    error = response.json()["error"]
-    assert error["field"] == "text" and str(MAX_PASSAGES) in error["message"]
-    assert embedder.batches == []
-    listed = await api.get("/api/knowledge", headers=auth(key))
-    assert listed.json()["total"] == 0
+    assert response.status_code == 202, response.text
+    assert response.json()["passages_total"] == SYNC_PASSAGES + 1
+    assert (await until_indexed(api, key, response.json()["id"]))["status"] == "ready"
+    sizes = [len(b) for b in embedder.batches]
+    assert sum(sizes) == SYNC_PASSAGES + 1 and max(sizes) == EMBED_BATCH

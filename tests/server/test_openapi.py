@@ -19,6 +19,7 @@ EXPECTED = {
     ("get", "/api/knowledge"): {422},
     ("post", "/api/knowledge/search"): {400, 413, 422},
     ("get", "/api/knowledge/{document_id}"): {404, 422},
+    ("get", "/api/knowledge/{document_id}/status"): {404, 422},
     ("delete", "/api/knowledge/{document_id}"): {404, 422},
 }
 
@@ -49,10 +50,10 @@ async def test_each_operation_lists_its_error_statuses(spec):
 
 
 async def test_every_error_has_the_real_body_and_an_example(spec):
-    for _, _, op in _operations(spec):
+    for method, path, op in _operations(spec):
         for status, response in op["responses"].items():
-            if int(status) < 400:
-                continue
+            if int(status) < 400 or (method, path, status) == ("get", "/healthz", "503"):
+                continue  # /healthz's 503 is a Health, checked below
             content = response["content"]["application/json"]
             assert content["schema"] == {"$ref": ERROR_REF}
             example = content["example"]["error"]  # a null field is left out of examples
@@ -62,12 +63,32 @@ async def test_every_error_has_the_real_body_and_an_example(spec):
     assert set(error["required"]) == {"code", "message", "field"}
 
 
+async def test_every_503_says_when_to_retry_and_healthz_says_which_tier(spec):
+    for method, path, op in _operations(spec):
+        if "503" in op["responses"]:
+            headers = op["responses"]["503"]["headers"]
+            assert headers["Retry-After"]["schema"]["type"] == "integer", (method, path)
+    health = spec["paths"]["/healthz"]["get"]["responses"]
+    for status in ("200", "503"):
+        schema = health[status]["content"]["application/json"]["schema"]
+        assert schema == {"$ref": "#/components/schemas/Health"}
+    fields = spec["components"]["schemas"]["Health"]["properties"]
+    assert fields["status"]["enum"] == ["ok", "degraded"]
+    assert fields["long_term"]["enum"] == ["up", "down"]
+    assert fields["short_term"]["enum"] == ["up", "down", "in-process"]
+
+
+# (method, path): its success statuses, where there are several
+SUCCESSES = {("post", "/api/knowledge"): {"201", "202"}}
+
+
 async def test_every_success_body_is_a_named_model(spec):
     for method, path, op in _operations(spec):
-        ok = [r for s, r in op["responses"].items() if int(s) < 400]
-        assert len(ok) == 1, (method, path)
-        schema = ok[0]["content"]["application/json"]["schema"]
-        assert schema.get("$ref", "").startswith("#/components/schemas/"), (method, path)
+        ok = {s: r for s, r in op["responses"].items() if int(s) < 400}
+        assert len(ok) == 1 or set(ok) == SUCCESSES.get((method, path)), (method, path)
+        for response in ok.values():
+            schema = response["content"]["application/json"]["schema"]
+            assert schema.get("$ref", "").startswith("#/components/schemas/"), (method, path)
 
 
 async def test_request_bodies_carry_examples(spec):

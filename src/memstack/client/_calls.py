@@ -213,12 +213,22 @@ def context(
 def add_document(
     title: str, text: str, *, tags: list[str] | None = None, source: str | None = None
 ) -> Call[t.DocumentSummary]:
+    """Add a knowledge document (up to 10 MiB). Its ``status`` is ``ready`` when it was
+    embedded within the request, ``indexing`` when it is embedded in the background (over
+    128 passages of about 800 characters): poll ``document_status`` or call
+    ``wait_for_document``; its passages are searchable as they are stored."""
     body = {"title": title, "text": text} | _given(tags=tags, source=source)
     return Call(method="POST", path="/api/knowledge", body=body)
 
 
 def get_document(document_id: str) -> Call[t.Document]:
+    """The document with its text and its indexing progress."""
     return Call(method="GET", path=f"/api/knowledge/{_segment(document_id)}")
+
+
+def document_status(document_id: str) -> Call[t.DocumentSummary]:
+    """The document without its text: ``status``, ``passages_done`` of ``passages_total``."""
+    return Call(method="GET", path=f"/api/knowledge/{_segment(document_id)}/status")
 
 
 def list_documents(*, limit: int = 50, offset: int = 0) -> Call[t.DocumentPage]:
@@ -234,5 +244,6 @@ def delete_document(document_id: str) -> Call[t.Deleted]:
 
 
 def health() -> Call[t.Health]:
-    """Liveness and the short-term tier's state (no key needed)."""
+    """The state of each tier (no key needed); ``StoreUnavailable`` with the server's
+    answer while the long-term tier is down (503)."""
     return Call(method="GET", path="/healthz")

@@ -6,6 +6,8 @@ forgotten ``await`` (a coroutine has no ``["id"]``)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from typing import IO, Any, Concatenate, ParamSpec, TypeVar
 
@@ -14,7 +16,7 @@ import httpx
 from memstack.client import _calls as calls
 from memstack.client import _jsonl as jsonl
 from memstack.client._http import decode, resolve_settings, unreachable
-from memstack.client.types import Memory, Scope
+from memstack.client.types import DocumentSummary, Memory, Scope
 
 __all__ = ["AsyncMemoryClient", "MemoryClient"]
 
@@ -86,10 +88,23 @@ class MemoryClient:
     context = _blocking(calls.context)
     add_document = _blocking(calls.add_document)
     get_document = _blocking(calls.get_document)
+    document_status = _blocking(calls.document_status)
     list_documents = _blocking(calls.list_documents)
     search_knowledge = _blocking(calls.search_knowledge)
     delete_document = _blocking(calls.delete_document)
     health = _blocking(calls.health)
+
+    def wait_for_document(
+        self, document_id: str, *, timeout: float = 600.0, every: float = 0.5
+    ) -> DocumentSummary:
+        """The document's status once it is no longer ``indexing``, polled ``every``
+        seconds; after ``timeout`` seconds, whatever it is then (check ``status``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.document_status(document_id)
+            if status["status"] != "indexing" or time.monotonic() >= deadline:
+                return status
+            time.sleep(every)
 
     def iter_memories(
         self,
@@ -184,10 +199,22 @@ class AsyncMemoryClient:
     context = _awaitable(calls.context)
     add_document = _awaitable(calls.add_document)
     get_document = _awaitable(calls.get_document)
+    document_status = _awaitable(calls.document_status)
     list_documents = _awaitable(calls.list_documents)
     search_knowledge = _awaitable(calls.search_knowledge)
     delete_document = _awaitable(calls.delete_document)
     health = _awaitable(calls.health)
+
+    async def wait_for_document(
+        self, document_id: str, *, timeout: float = 600.0, every: float = 0.5
+    ) -> DocumentSummary:
+        """As ``MemoryClient.wait_for_document``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status = await self.document_status(document_id)
+            if status["status"] != "indexing" or time.monotonic() >= deadline:
+                return status
+            await asyncio.sleep(every)
 
     async def export_jsonl(
         self,

@@ -15,6 +15,7 @@ __all__ = [
     "DeletedCount",
     "Document",
     "DocumentPage",
+    "DocumentStatus",
     "DocumentSummary",
     "Health",
     "KnowledgeHit",
@@ -33,6 +34,9 @@ Scope = Literal["session", "agent", "global"]
 SearchMode = Literal["hybrid", "text", "semantic"]
 ClosedReason = Literal["superseded", "deleted", "evicted"]
 Provenance = Literal["user_stated", "extracted", "tool_output", "imported"]
+DocumentStatus = Literal["indexing", "ready", "failed"]
+"""A knowledge document's: ``indexing`` while its passages are embedded (each searchable
+once stored), ``ready``, or ``failed`` (its ``error`` says why)."""
 """How a memory was learned: told by the user (the default of a new memory), extracted by
 a model, taken from a tool's output, or imported."""
 
@@ -110,6 +114,10 @@ class DocumentSummary(TypedDict):
     source: str | None
     created_at: str
     chars: int
+    status: DocumentStatus
+    passages_done: int
+    passages_total: int
+    error: str | None
 
 
 class Document(DocumentSummary):
@@ -135,5 +143,6 @@ class KnowledgeResults(TypedDict):
 
 
 class Health(TypedDict):
-    status: Literal["ok"]
-    short_term: Literal["ok", "unavailable"]
+    status: Literal["ok", "degraded"]
+    long_term: Literal["up", "down"]
+    short_term: Literal["up", "down", "in-process"]

@@ -1,4 +1,5 @@
-"""The FastAPI application: routes, errors and the body limit over the services."""
+"""The FastAPI application: routes, errors and the body limits over the services, and
+the knowledge indexer's lifetime (started and stopped with the app)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from fastapi import FastAPI
 from memstack import __version__
 from memstack.inspector import inspector_router
 from memstack.mcp.http import mount_mcp
+from memstack.server.body_limits import RouteBodyLimits
 from memstack.server.docs import mount_docs
-from memstack.server.errors import BodyLimit, install_error_handlers
+from memstack.server.errors import install_error_handlers
 from memstack.server.hot_routes import HotRoutes
 from memstack.server.routes import api_routes, health_route
 from memstack.server.services import Services, services_from_settings
@@ -61,9 +63,11 @@ def create_app(
             asyncio.get_running_loop().set_default_executor(
                 ThreadPoolExecutor(request_threads, thread_name_prefix="memstack-request")
             )
+        services.knowledge.indexer.start()  # and carry on with unfinished documents
         try:
             yield
         finally:
+            await services.knowledge.indexer.stop()
             if owns_services:
                 services.close()
 
@@ -84,7 +88,7 @@ def create_app(
     mount_mcp(app, services)  # /mcp: the MCP server, behind the same Bearer keys
     if hot_routes:
         app.add_middleware(HotRoutes, services=services)  # inside BodyLimit: added first
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(RouteBodyLimits, max_bytes=max_body_bytes)
     return app
 
 

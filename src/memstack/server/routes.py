@@ -6,14 +6,13 @@ Each route declares its response model and every error status it can answer
 No ``from __future__ import annotations`` here: FastAPI reads the route signatures,
 whose ``Caller`` dependency is built per app inside the router functions."""
 
-import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
-from memstack.errors import StoreUnavailable
 from memstack.server.auth import bearer_principal
-from memstack.server.errors import error_responses
+from memstack.server.errors import RETRY_AFTER_DOC, RETRY_AFTER_S, error_responses
+from memstack.server.health import HealthCheck
 from memstack.server.schemas import (
     AS_OF_HELP,
     ID_RULE,
@@ -61,6 +60,11 @@ DocumentId = Annotated[str, Path(max_length=200, description="A document's id (d
 # Every /api route: no key (401), a store down (503), the wrong method on its path (405).
 _ALWAYS = (401, 405, 503)
 _BODY = (400, 413, 422)  # a route that reads a JSON body
+_INDEXING: dict[str, Any] = {
+    "model": DocumentSummary,
+    "description": "Too large to embed within the request: stored, status `indexing`, "
+    "embedded in the background; `Location` is its status.",
+}
 
 
 def api_routes(services: Services) -> APIRouter:
@@ -247,11 +251,29 @@ def _knowledge_routes(services: Services) -> APIRouter:
     Caller = Annotated[Principal, Depends(bearer_principal(services.keys))]
     knowledge = services.knowledge
 
-    @router.post("/knowledge", status_code=201, responses=error_responses(*_ALWAYS, *_BODY))
-    async def add_document(body: KnowledgeCreate, caller: Caller) -> DocumentSummary:
+    @router.post(
+        "/knowledge",
+        status_code=201,
+        responses={**error_responses(*_ALWAYS, *_BODY), 202: _INDEXING},
+    )
+    async def add_document(
+        body: KnowledgeCreate, caller: Caller, request: Request, response: Response
+    ) -> DocumentSummary:
+        """Add a document: embedded now (201) or, over 128 passages, in the background
+        (202; ``Location`` is its status, searchable passage by passage meanwhile). The
+        body may be up to 10 MiB."""
         doc = await knowledge.add(
-            caller, title=body.title, text=body.text, tags=body.tags, source=body.source
+            caller,
+            title=body.title,
+            text=body.text,
+            tags=body.tags,
+            source=body.source,
+            background=True,
         )
+        if doc.status == "indexing":
+            response.status_code = 202
+            location = request.url_for("document_status", document_id=doc.id)
+            response.headers["Location"] = str(location)
         return document_summary(doc)
 
     @router.get("/knowledge", responses=error_responses(*_ALWAYS, 422))
@@ -272,7 +294,13 @@ def _knowledge_routes(services: Services) -> APIRouter:
 
     @router.get("/knowledge/{document_id}", responses=error_responses(*_ALWAYS, 404, 422))
     async def get_document(document_id: DocumentId, caller: Caller) -> DocumentOut:
+        """The document with its text and its indexing progress."""
         return document_out(await knowledge.get(caller, document_id))
+
+    @router.get("/knowledge/{document_id}/status", responses=error_responses(*_ALWAYS, 404, 422))
+    async def document_status(document_id: DocumentId, caller: Caller) -> DocumentSummary:
+        """The document without its text: poll this while it is ``indexing``."""
+        return document_summary(await knowledge.status(caller, document_id))
 
     @router.delete("/knowledge/{document_id}", responses=error_responses(*_ALWAYS, 404, 422))
     async def delete_document(document_id: DocumentId, caller: Caller) -> Deleted:
@@ -284,14 +312,32 @@ def _knowledge_routes(services: Services) -> APIRouter:
 
 def health_route(services: Services) -> APIRouter:
     router = APIRouter()
+    check = HealthCheck(services)
 
-    @router.get("/healthz", tags=["health"], responses=error_responses(405))
-    async def healthz() -> Health:
-        """Liveness and the state of both tiers (no authentication)."""
-        try:
-            await asyncio.to_thread(services.short_term.ping)
-        except StoreUnavailable:
-            return Health(status="ok", short_term="unavailable")
-        return Health(status="ok", short_term="ok")
+    @router.get("/healthz", tags=["health"], responses={**_DEGRADED, **error_responses(405)})
+    async def healthz(response: Response) -> Health:
+        """The state of each tier (no authentication): 200 while the long-term tier
+        answers, 503 while it does not. Probed at most once a second, answered within
+        about a second."""
+        health = await check.health()
+        if health.status != "ok":
+            response.status_code = 503
+            response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return health
 
     return router
+
+
+_DEGRADED: dict[int | str, dict[str, Any]] = {
+    503: {
+        "model": Health,
+        "description": "`degraded`: the long-term tier is down; requests that need it "
+        "answer 503 with `Retry-After` until it is back.",
+        "headers": RETRY_AFTER_DOC,
+        "content": {
+            "application/json": {
+                "example": {"status": "degraded", "long_term": "down", "short_term": "up"}
+            }
+        },
+    }
+}

@@ -23,8 +23,10 @@ from pydantic import (
 from memstack.service.knowledge import (
     CHUNK_CHARS,
     MAX_DOCUMENT_CHARS,
-    MAX_PASSAGES,
+    SYNC_PASSAGES,
     Document,
+    DocumentInfo,
+    DocumentStatus,
     KnowledgeHit,
 )
 from memstack.service.memories import MemoryPage, SearchHit
@@ -166,8 +168,10 @@ class KnowledgeCreate(_Body):
         min_length=1,
         max_length=MAX_DOCUMENT_CHARS,
         description=(
-            f"Split into passages of about {CHUNK_CHARS} characters; a text of more than "
-            f"{MAX_PASSAGES} passages (about 100 kB of prose) is refused with 422."
+            f"Split into passages of about {CHUNK_CHARS} characters, each embedded. Up to "
+            f"{SYNC_PASSAGES} passages (about 100 kB of prose) are embedded before the answer "
+            "(201, status ready); a longer text, up to 10 MiB, is embedded in the background "
+            "(202, status indexing, progress at the Location given)."
         ),
     )
     tags: list[StrictStr] | None = Field(default=None, max_length=20)
@@ -318,6 +322,13 @@ class DocumentSummary(BaseModel):
     source: str | None
     created_at: str
     chars: int
+    status: DocumentStatus = Field(
+        description="indexing while its passages are embedded (each searchable once "
+        "stored), then ready; failed when indexing could not go on (see error)."
+    )
+    passages_done: int = Field(description="Passages embedded and searchable so far.")
+    passages_total: int
+    error: str | None = Field(description="Why indexing failed; null otherwise.")
 
 
 class DocumentOut(DocumentSummary):
@@ -342,9 +353,26 @@ class KnowledgeResults(BaseModel):
     results: list[KnowledgeHitOut]
 
 
+TierState = Literal["up", "down"]
+
+
 class Health(BaseModel):
-    status: Literal["ok"]
-    short_term: Literal["ok", "unavailable"]
+    """What ``/healthz`` answers: 200 with ``status`` ``ok`` while the long-term tier
+    answers, 503 with ``degraded`` while it does not. The short-term tier is a cache of
+    the long-term one: while it is down every request is still served (from the
+    long-term tier), so it shows ``down`` here and ``status`` stays ``ok``."""
+
+    status: Literal["ok", "degraded"] = Field(
+        description="`ok` (200): every request can be served; `degraded` (503): the "
+        "long-term tier is down, and requests that need it answer 503 with `Retry-After`."
+    )
+    long_term: TierState = Field(
+        description="The long-term tier (SQLite or PostgreSQL): `up` if it answered just now."
+    )
+    short_term: Literal["up", "down", "in-process"] = Field(
+        description="The short-term tier: Redis `up` or `down`, or `in-process` (no Redis; "
+        "it lives in this server process)."
+    )
 
 
 @lru_cache(maxsize=8_192)
@@ -410,14 +438,18 @@ def context_out(found: PromptContext) -> ContextOut:
     )
 
 
-def document_summary(doc: Document) -> DocumentSummary:
+def document_summary(doc: DocumentInfo) -> DocumentSummary:
     return DocumentSummary(
         id=doc.id,
         title=doc.title,
         tags=list(doc.tags),
         source=doc.source,
         created_at=iso(doc.created_at),
-        chars=len(doc.text),
+        chars=doc.chars,
+        status=doc.status,
+        passages_done=doc.passages_done,
+        passages_total=doc.passages_total,
+        error=doc.error,
     )
 
 

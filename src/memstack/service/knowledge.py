@@ -1,24 +1,27 @@
 """Knowledge: documents an operator adds (not agent-written), searched and injected beside
 memories. Kept simple: add, list, get, delete, search.
 
-A document is kept whole in ``kb/<tenant>/docs`` and split into passages of about
-``CHUNK_CHARS`` characters in ``kb/<tenant>/chunks``, each embedded, so search finds the
-relevant part of a long document.
+A document is split into passages of about ``CHUNK_CHARS`` characters, each embedded, so
+search finds the relevant part of a long document (where each piece lives:
+``knowledge_index``).
 
-The work one document costs is bounded: at most ``MAX_PASSAGES`` passages (a longer
-document is refused, naming ``text`` and the limit), embedded ``EMBED_BATCH`` at a time so
-other requests' embeddings run between the batches and the model's working memory stays
-that of one small batch.
+A document of at most ``SYNC_PASSAGES`` passages and ``SYNC_CHARS`` characters is
+embedded before ``add`` returns and kept whole in one record. A larger one, up to
+``MAX_DOCUMENT_CHARS``, is stored in parts with the status ``indexing`` and embedded by
+the ``Indexer``, ``EMBED_BATCH`` passages a step: before ``add`` returns, or with
+``add(background=True)`` (what the REST API does) after, its passages searchable as
+they land and its progress in ``status``, ``passages_done`` and ``passages_total``.
+Either way the secret filter reads the whole document first and refuses it, naming the
+field, before anything is stored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import re
 import uuid
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, fields, replace
+from typing import Final, get_args
 from xml.sax.saxutils import escape
 
 from memstack._json import JSON
@@ -26,32 +29,73 @@ from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput, NotFound
 from memstack.longterm.secrets import refuse_secrets
+from memstack.service.knowledge_index import (
+    EMBED_BATCH,
+    INDEXING,
+    DocumentStatus,
+    Indexer,
+    chunks_space,
+    docs_space,
+    embed_passages,
+    load_text,
+    parts_space,
+    passage_record,
+)
+from memstack.service.passages import CHUNK_CHARS, count_passages, split_passages
 from memstack.service.principal import Principal
 from memstack.service.render import xml_attr
-from memstack.storage import Filter, Namespace, Record, RecordStore, Vector
+from memstack.storage import Record, RecordStore
 from memstack.storage.hybrid import hybrid_candidates
 
-__all__ = ["Document", "KnowledgeBase", "KnowledgeHit", "render_knowledge"]
+__all__ = [
+    "CHUNK_CHARS",
+    "EMBED_BATCH",
+    "MAX_DOCUMENT_CHARS",
+    "SYNC_CHARS",
+    "SYNC_PASSAGES",
+    "Document",
+    "DocumentInfo",
+    "DocumentStatus",
+    "KnowledgeBase",
+    "KnowledgeHit",
+    "render_knowledge",
+    "split_passages",
+]
 
-CHUNK_CHARS: Final = 800
-MAX_DOCUMENT_CHARS: Final = 200_000
+MAX_DOCUMENT_CHARS: Final = 10 * 1024 * 1024
 MAX_TITLE_CHARS: Final = 300
 MAX_TAGS: Final = 20
-MAX_PASSAGES: Final = 128
-"""Passages one document may split into: about 100 kB of prose at ``CHUNK_CHARS``."""
-EMBED_BATCH: Final = 16
+SYNC_PASSAGES: Final = 128
+"""Passages embedded before ``add`` returns, whatever ``background`` says: about 100 kB
+of prose at ``CHUNK_CHARS``."""
+SYNC_CHARS: Final = 200_000
+"""Characters a document embedded before ``add`` returns may have (with ``SYNC_PASSAGES``)."""
 MAX_LIST_OFFSET: Final = 1_000_000
-_PARAGRAPH = re.compile(r"\n\s*\n")
+_STATUSES: Final = get_args(DocumentStatus)
 
 
 @dataclass(frozen=True, kw_only=True)
-class Document:
+class DocumentInfo:
+    """A document without its text: what a listing shows."""
+
     id: str
     title: str
-    text: str
     tags: tuple[str, ...]
     source: str | None
     created_at: float
+    chars: int
+    status: DocumentStatus
+    """``indexing`` while its passages are embedded, then ``ready``, or ``failed``."""
+    passages_done: int
+    """Passages embedded and searchable so far."""
+    passages_total: int
+    error: str | None = None
+    """Why indexing failed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Document(DocumentInfo):
+    text: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,14 +113,8 @@ class KnowledgeBase:
         self.records = records
         self.embedder = embedder
         self.clock: Clock = clock or SystemClock()
-
-    @staticmethod
-    def _docs(tenant: str) -> Namespace:
-        return Namespace("kb", tenant, "docs")
-
-    @staticmethod
-    def _chunks(tenant: str) -> Namespace:
-        return Namespace("kb", tenant, "chunks")
+        self.indexer = Indexer(records=records, embedder=embedder, clock=self.clock)
+        """Embeds the documents too large to embed before ``add`` returns."""
 
     async def add(
         self,
@@ -86,98 +124,102 @@ class KnowledgeBase:
         text: str,
         tags: list[str] | None = None,
         source: str | None = None,
+        background: bool = False,
     ) -> Document:
+        """Store and index a document. One over ``SYNC_PASSAGES`` passages (or
+        ``SYNC_CHARS`` characters) is indexed by the ``Indexer``: before this returns, or
+        with ``background`` after, returning it with the status ``indexing``. If the model
+        or the store goes down while it is indexed before returning, ``StoreUnavailable``
+        (the document stays stored, ``indexing``, and a server carries on with it)."""
         title = _check_str(title, "title", MAX_TITLE_CHARS)
         text = _check_str(text, "text", MAX_DOCUMENT_CHARS)
         clean_tags = _check_tags(tags)
         if source is not None:
             source = _check_str(source, "source", 2_000)
-        doc = Document(
+        now = self.clock.now()
+        tenant = principal.tenant
+        meta: dict[str, JSON] = {"title": title, "tags": list(clean_tags), "source": source}
+        doc = Record(
             id=f"doc_{uuid.uuid4().hex}",
-            title=title,
+            namespace=docs_space(tenant).encode(),
             text=text,
-            tags=clean_tags,
-            source=source,
-            created_at=self.clock.now(),
-        )
-        await asyncio.to_thread(self._store, principal.tenant, doc)
-        return doc
-
-    def _store(self, tenant: str, doc: Document) -> None:
-        fields: dict[str, JSON] = {
-            "title": doc.title,
-            "text": doc.text,
-            "source": doc.source,
-            "tags": list(doc.tags),
-        }
-        refuse_secrets(fields, where="knowledge")  # here, in the worker thread, off the loop
-        passages = check_passages(doc.text)
-        vectors = self._embed([f"{doc.title}: {p}" for p in passages])
-        meta: dict[str, JSON] = {"title": doc.title, "tags": list(doc.tags), "source": doc.source}
-        chunks = [
-            Record(
-                id=f"{doc.id}:{i}",
-                namespace=self._chunks(tenant).encode(),
-                text=f"{doc.title}\n{passage}",
-                metadata={"doc_id": doc.id, "title": doc.title, "passage": passage},
-                created_at=doc.created_at,
-                updated_at=doc.created_at,
-                embedding=vectors[i],
-            )
-            for i, passage in enumerate(passages)
-        ]
-        document = Record(
-            id=doc.id,
-            namespace=self._docs(tenant).encode(),
-            text=doc.text,
             kind="document",
-            metadata={**meta, "chunks": len(passages)},
-            created_at=doc.created_at,
-            updated_at=doc.created_at,
+            metadata=meta,
+            created_at=now,
+            updated_at=now,
         )
-        # one transaction: a document is never listed without its passages
-        self.records.upsert([*chunks, document], model_id=self.embedder.model_id)
+        total = await asyncio.to_thread(_vetted, doc)
+        if total <= SYNC_PASSAGES and len(text) <= SYNC_CHARS:
+            return _document(await asyncio.to_thread(self._store, tenant, doc), text)
+        large = replace(
+            doc,
+            text="",
+            metadata={**meta, "chunks": total, "chars": len(text), "status": "indexing", "done": 0},
+        )
+        job = await asyncio.to_thread(self.indexer.create, tenant, large, text)
+        if background:
+            self.indexer.submit(job)
+            return _document(job.seen, text)
+        return _document(await self.indexer.run(job) or job.seen, text)
 
-    def _embed(self, texts: builtins.list[str]) -> builtins.list[Vector]:
-        """``texts`` embedded ``EMBED_BATCH`` at a time."""
-        vectors: list[Vector] = []
-        for start in range(0, len(texts), EMBED_BATCH):
-            vectors.extend(self.embedder.embed_batch(texts[start : start + EMBED_BATCH]))
-        return vectors
+    def _store(self, tenant: str, doc: Record) -> Record:
+        """``doc`` and its passages, embedded, in one transaction: a document is never
+        listed without its passages."""
+        passages = split_passages(doc.text)
+        vectors = embed_passages(self.embedder, str(doc.metadata["title"]), passages)
+        chunks = [passage_record(tenant, doc, i, p, vectors[i]) for i, p in enumerate(passages)]
+        stored = replace(doc, metadata={**doc.metadata, "chunks": len(passages)})
+        self.records.upsert([*chunks, stored], model_id=self.embedder.model_id)
+        return stored
 
     async def get(self, principal: Principal, document_id: str) -> Document:
+        record = await self._record(principal, document_id)
+        text = await asyncio.to_thread(load_text, self.records, principal.tenant, record)
+        return _document(record, text)
+
+    async def status(self, principal: Principal, document_id: str) -> DocumentInfo:
+        """The document without its text: its indexing progress, read cheaply."""
+        return _info(await self._record(principal, document_id))
+
+    async def _record(self, principal: Principal, document_id: str) -> Record:
         found = await asyncio.to_thread(
-            self.records.get, self._docs(principal.tenant), [document_id]
+            self.records.get, docs_space(principal.tenant), [document_id]
         )
         if not found:
             raise NotFound(f"no document {document_id!r}.", field="id")
-        return _document(found[0])
+        return found[0]
 
     async def list(
         self, principal: Principal, *, limit: int = 50, offset: int = 0
-    ) -> tuple[builtins.list[Document], int]:
+    ) -> tuple[builtins.list[DocumentInfo], int]:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 500:
             raise InvalidInput("limit must be an int from 1 to 500.", field="limit")
         if not _whole_in(offset, 0, MAX_LIST_OFFSET):
             raise InvalidInput(
                 f"offset must be an int from 0 to {MAX_LIST_OFFSET}.", field="offset"
             )
-        ns = self._docs(principal.tenant)
+        ns = docs_space(principal.tenant)
         rows = await asyncio.to_thread(self.records.list, ns, limit=limit, offset=offset)
         total = await asyncio.to_thread(self.records.count, ns)
-        return [_document(r) for r in rows], total
+        return [_info(r) for r in rows], total
 
-    async def delete(self, principal: Principal, document_id: str) -> Document:
-        doc = await self.get(principal, document_id)
-        await asyncio.to_thread(self._delete, principal.tenant, doc)
-        return doc
+    async def delete(self, principal: Principal, document_id: str) -> DocumentInfo:
+        """Delete the document, its passages and its parts; a job indexing it stops (here
+        before its next step, elsewhere when its next write finds the document gone)."""
+        record = await self._record(principal, document_id)
+        self.indexer.drop(document_id)
+        await asyncio.to_thread(self._delete, principal.tenant, record)
+        return _info(record)
 
-    def _delete(self, tenant: str, doc: Document) -> None:
-        chunks = self.records.list(
-            self._chunks(tenant), filter=Filter(metadata={"doc_id": doc.id}), limit=10_000
-        )
+    def _delete(self, tenant: str, doc: Record) -> None:
+        chunks, parts = _count(doc.metadata.get("chunks")), _count(doc.metadata.get("parts"))
         self.records.write(
-            deletes={self._chunks(tenant): [c.id for c in chunks], self._docs(tenant): [doc.id]}
+            deletes={
+                chunks_space(tenant): [f"{doc.id}:{i}" for i in range(chunks)],
+                parts_space(tenant): [f"{doc.id}:{n}" for n in range(parts)],
+                docs_space(tenant): [doc.id],
+                INDEXING: [doc.id] if parts else [],
+            }
         )
 
     async def search(
@@ -192,7 +234,7 @@ class KnowledgeBase:
         vector = self.embedder.embed_batch([query])[0]
         hits = hybrid_candidates(
             self.records,
-            [self._chunks(tenant)],
+            [chunks_space(tenant)],
             query=query,
             vector=vector,
             pool=max(4 * limit, 20),
@@ -223,64 +265,46 @@ def render_knowledge(hits: list[KnowledgeHit], *, budget_chars: int = 4_000) -> 
     return "\n".join(["<knowledge>", *parts, "</knowledge>"]) if parts else ""
 
 
-def check_passages(text: str) -> builtins.list[str]:
-    """``text``'s passages; ``InvalidInput`` naming ``text`` when they are over ``MAX_PASSAGES``."""
-    passages = split_passages(text)
-    if len(passages) > MAX_PASSAGES:
-        raise InvalidInput(
-            f"text splits into {len(passages)} passages of about {CHUNK_CHARS} characters; "
-            f"the limit is {MAX_PASSAGES} per document. Split it into several documents.",
-            field="text",
-        )
-    return passages
+def _vetted(doc: Record) -> int:
+    """How many passages ``doc`` splits into, once the secret filter has read all of it
+    (``InvalidInput`` naming the field that holds a credential)."""
+    meta = doc.metadata
+    checked: dict[str, JSON] = {
+        "title": meta["title"],
+        "text": doc.text,
+        "source": meta["source"],
+        "tags": meta["tags"],
+    }
+    refuse_secrets(checked, where="knowledge")
+    return count_passages(doc.text)
 
 
-def split_passages(text: str, size: int = CHUNK_CHARS) -> builtins.list[str]:
-    """Paragraph-aligned passages of at most about ``size`` characters (long paragraphs
-    are cut at word boundaries)."""
-    passages: list[str] = []
-    current = ""
-    for paragraph in (p.strip() for p in _PARAGRAPH.split(text)):
-        if not paragraph:
-            continue
-        for piece in _cut(paragraph, size):
-            if current and len(current) + len(piece) + 2 > size:
-                passages.append(current)
-                current = piece
-            else:
-                current = f"{current}\n\n{piece}" if current else piece
-    if current:
-        passages.append(current)
-    return passages or [text.strip()]
-
-
-def _cut(paragraph: str, size: int) -> builtins.list[str]:
-    if len(paragraph) <= size:
-        return [paragraph]
-    pieces, line = [], ""
-    for word in paragraph.split():
-        if line and len(line) + len(word) + 1 > size:
-            pieces.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    if line:
-        pieces.append(line)
-    return pieces
-
-
-def _document(record: Record) -> Document:
+def _info(record: Record) -> DocumentInfo:
     meta = record.metadata
-    tags = meta.get("tags")
-    source = meta.get("source")
-    return Document(
+    tags, source, status = meta.get("tags"), meta.get("source"), meta.get("status", "ready")
+    total = _count(meta.get("chunks"))
+    error = meta.get("error")
+    return DocumentInfo(
         id=record.id,
         title=str(meta.get("title", "")),
-        text=record.text,
         tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
         source=source if isinstance(source, str) else None,
         created_at=record.created_at,
+        chars=_count(meta["chars"]) if "chars" in meta else len(record.text),
+        status=status if status in _STATUSES else "ready",  # type: ignore[arg-type]
+        passages_done=_count(meta["done"]) if "done" in meta else total,
+        passages_total=total,
+        error=error if isinstance(error, str) else None,
     )
+
+
+def _document(record: Record, text: str) -> Document:
+    info = _info(record)
+    return Document(**{f.name: getattr(info, f.name) for f in fields(DocumentInfo)}, text=text)
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _check_str(value: object, field: str, limit: int) -> str:

@@ -12,7 +12,10 @@ root           owner                                           parts
 ``mem``        memory service, long-term tier                  tenant, bucket
 ``memidx``     memory service, id -> bucket index              tenant
 ``memepoch``   memory service, the short-term tier's epoch     (none)
-``kb``         knowledge documents                             tenant, ``docs``/``chunks``
+``kb``         knowledge documents, their text and passages    tenant, ``docs``/``parts``/
+                                                               ``chunks``; or ``indexing``
+                                                               alone (documents not yet
+                                                               indexed, of every tenant)
 ``auth``       API keys                                        ``keys``
 ``bank``       durable MemoryBank                              [bank name]
 ``lg``         LangGraph store (``MemstackStore``)             store name, LangGraph labels

@@ -1,0 +1,49 @@
+"""Request-body limits by route: a knowledge document may be up to ``KNOWLEDGE_BODY_BYTES``,
+every other body stays within the server's ``max_body_bytes``.
+
+``RouteBodyLimits`` picks, per request, the ``BodyLimit`` of its method and path, so an
+over-limit body gets the same 413 (naming the limit) on every route, before any route
+reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memstack.server.errors import BodyLimit
+
+__all__ = ["KNOWLEDGE_BODY_BYTES", "LARGER_BODIES", "RouteBodyLimits"]
+
+KNOWLEDGE_BODY_BYTES: Final = 10 * 1024 * 1024
+"""The body of ``POST /api/knowledge``: a document of up to 10 MiB (``MAX_DOCUMENT_CHARS``)."""
+LARGER_BODIES: Final[Mapping[tuple[str, str], int]] = {
+    ("POST", "/api/knowledge"): KNOWLEDGE_BODY_BYTES,
+}
+"""The routes whose bodies may be larger than the server's limit, by (method, path)."""
+
+
+class RouteBodyLimits:
+    """``BodyLimit`` with ``max_bytes`` for every route but those of ``routes``, which get
+    their own limit (never less than ``max_bytes``)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int,
+        routes: Mapping[tuple[str, str], int] = LARGER_BODIES,
+    ) -> None:
+        self.default = BodyLimit(app, max_bytes=max_bytes)
+        self.routes = {
+            route: BodyLimit(app, max_bytes=max(limit, max_bytes))
+            for route, limit in routes.items()
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        limit = self.default
+        if scope["type"] == "http":
+            limit = self.routes.get((scope["method"], scope["path"]), self.default)
+        await limit(scope, receive, send)
