@@ -25,6 +25,9 @@ from memstack.storage._validate import MAX_LIMIT
 __all__ = ["MemstackSession"]
 
 _ITEM = "item"
+_STEP_S = 1e-6
+"""Between two items' ``created_at``: a microsecond, distinct in a float of epoch
+seconds (whose resolution is about 0.24 us today) and in every backend's column."""
 
 
 class MemstackSession:
@@ -108,11 +111,15 @@ class MemstackSession:
                 return rows if limit is None else rows[-limit:]
 
     def _append(self, items: builtins.list[dict[str, JSON]]) -> None:
-        """Records numbered after the latest one, never created before it, so the
-        store's (created_at, id) order is the order items were added in."""
+        """Records numbered after the latest one, each created ``_STEP_S`` after the one
+        before (never before the latest, whatever the clock says), so the store's
+        ``created_at`` order alone is the order items were added in: no two items tie,
+        and the latest ``limit`` are a ``created_desc`` page."""
         last = self._latest(1)
         now = self.records.clock.now()
-        start, at = (0, now) if not last else (_seq(last[0]) + 1, max(now, last[0].created_at))
+        start, at = (
+            (0, now) if not last else (_seq(last[0]) + 1, max(now, last[0].created_at + _STEP_S))
+        )
         tag = uuid.uuid4().hex[:8]  # two processes appending at once never overwrite
         self.records.upsert(
             [
@@ -122,8 +129,8 @@ class MemstackSession:
                     text=_text(item),
                     kind=str(item.get("type", "message")),
                     metadata={_ITEM: item},
-                    created_at=at,
-                    updated_at=at,
+                    created_at=at + i * _STEP_S,
+                    updated_at=at + i * _STEP_S,
                 )
                 for i, item in enumerate(items)
             ]
