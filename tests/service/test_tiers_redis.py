@@ -73,7 +73,7 @@ async def test_warmup_loads_redis_from_postgres(records, redis_url, prefix, cloc
 
 async def test_redis_dying_mid_run_fails_no_read_and_loses_no_write(records, clock):
     with running_redis() as server:
-        tier = RedisTier.from_url(server.url, timeout=0.5)
+        tier = RedisTier.from_url(server.url, timeout=2.0)
         service = _service(records, tier, clock)
         before = await service.store(
             ACME, agent_id="bot", key="before", value="stored with Redis up"
