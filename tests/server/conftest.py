@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -90,3 +91,19 @@ def live(services: Services) -> Iterator[LiveServer]:
     yield running
     running.server.should_exit = True
     running.thread.join(timeout=10)
+
+
+@pytest.fixture
+def two_cores() -> Iterator[None]:
+    """Two cores for a test of core pinning, whatever core set the run started with.
+
+    Pinning splits the cores this process may use; under ``taskset -c 0`` there is
+    nothing to split. A process may widen its own core set within its cpuset, so the
+    test's thread takes every online core (threads it starts inherit them) and gets its
+    own set back afterwards. A machine with one core cannot run the pinning at all."""
+    before = os.sched_getaffinity(0)
+    if len(before) < 2:
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    assert len(os.sched_getaffinity(0)) >= 2, "core pinning needs a machine with two cores"
+    yield
+    os.sched_setaffinity(0, before)

@@ -1,6 +1,7 @@
 """Cores of their own for the local model's calls (``memstack.server.cores``).
 
-The pinning tests need two cores to split, as the machines memstack is tested on have."""
+The pinning tests need two cores to split; ``two_cores`` (conftest) takes them when the run
+was started on one (``taskset -c 0``)."""
 
 import os
 import subprocess
@@ -61,7 +62,7 @@ def own_thread() -> Iterator[None]:
     os.sched_setaffinity(0, before)
 
 
-@pytest.mark.usefixtures("own_thread")
+@pytest.mark.usefixtures("two_cores", "own_thread")
 def test_pin_threads_moves_every_thread_and_new_ones_inherit():
     split = split_cores(1)
     assert split is not None, "these tests need two cores"
@@ -87,6 +88,7 @@ def test_pin_threads_moves_every_thread_and_new_ones_inherit():
     ("provider", "pin_model", "pinned"),
     [("local", True, True), ("local", False, False), ("hash", True, False)],
 )
+@pytest.mark.usefixtures("two_cores")
 def test_the_services_pin_the_local_model_only_when_asked(tmp_path, provider, pin_model, pinned):
     services = open_services(
         store_url=f"sqlite:///{tmp_path / 'a.db'}",
@@ -123,6 +125,7 @@ def _as_list(cores: frozenset[int]) -> set[str]:
     return {",".join(str(c) for c in sorted(cores)), f"{min(cores)}-{max(cores)}"}
 
 
+@pytest.mark.usefixtures("two_cores")
 def test_memstack_serve_pins_its_threads_and_the_models_calls(tmp_path):
     """One ``memstack serve`` process with the local model: every thread on the request
     cores, and after a store the model's lanes (which made its call) on the model's."""

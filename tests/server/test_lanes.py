@@ -133,6 +133,7 @@ def test_bad_texts_are_refused_in_the_callers_thread_and_never_queued():
     assert inner.batches == [[]]
 
 
+@pytest.mark.usefixtures("two_cores")
 def test_calls_run_on_the_lanes_threads_and_cores_not_the_callers():
     split = split_cores(1)
     assert split is not None, "this test needs two cores"
@@ -154,6 +155,7 @@ def test_calls_run_on_the_lanes_threads_and_cores_not_the_callers():
     assert os.sched_getaffinity(0) == before
 
 
+@pytest.mark.usefixtures("two_cores")
 def test_a_lane_moved_off_its_cores_goes_back_for_its_next_call():
     split = split_cores(1)
     assert split is not None, "this test needs two cores"
@@ -184,6 +186,7 @@ class HeldWhereItRuns(GatedEmbedder):
         return super().embed_batch(texts)
 
 
+@pytest.mark.usefixtures("two_cores")
 def test_the_spill_lane_embeds_waiting_texts_while_the_lane_is_busy():
     split = split_cores(1)
     assert split is not None, "this test needs two cores"
@@ -215,6 +218,7 @@ def test_the_spill_lane_embeds_waiting_texts_while_the_lane_is_busy():
         assert len(texts) <= 2 or texts == ["s3", "s4", "s5"]
 
 
+@pytest.mark.usefixtures("two_cores")
 def test_the_spill_lane_takes_nothing_while_a_lane_is_free():
     split = split_cores(1)
     assert split is not None, "this test needs two cores"
