@@ -41,15 +41,25 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import psycopg
 
-__all__ = ["PostgresServer", "RedisServer", "running_postgres", "running_redis"]
+__all__ = [
+    "PostgresServer",
+    "RedisServer",
+    "ServeProcess",
+    "running_postgres",
+    "running_redis",
+    "serve_env",
+    "serving_memstack",
+]
 
 _FALLBACK_USER = "memstack-test"
 _START_ATTEMPTS = 5
@@ -430,3 +440,68 @@ def _read(path: Path) -> str:
         return path.read_text(errors="replace")
     except OSError:
         return ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeProcess:
+    """A ``memstack serve`` subprocess that answered ``/healthz``."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def tail(self) -> str:
+        return _read(self.log)[-3000:]
+
+
+def serve_env(**settings: str) -> dict[str, str]:
+    """This environment without memstack's settings (``MEMSTACK_*``, ``STM_*``,
+    ``LTM_*``), with the hash embedder and ``settings``: a server sees only what the
+    test gives it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSTACK_", "STM_", "LTM_"))}
+    return env | {"MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash"} | settings
+
+
+@contextlib.contextmanager
+def serving_memstack(
+    flags: list[str], *, env: dict[str, str], log: Path, kill: bool = False, start_s: float = 60
+) -> Iterator[ServeProcess]:
+    """``python -m memstack serve FLAGS --port <free>``, its output appended to ``log``;
+    yields once ``/healthz`` answers 200 (fails with the log's tail if it exits or does
+    not answer within ``start_s``). Afterwards it is stopped with SIGTERM (SIGKILL with
+    ``kill``, or when it does not end within 30 s)."""
+    port = free_port()
+    command = [sys.executable, "-m", "memstack", "serve", *flags]
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [*command, "--port", str(port)], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    served = ServeProcess(url=f"http://127.0.0.1:{port}", process=process, log=log)
+    try:
+        _wait_healthy(served, start_s)
+        yield served
+    finally:
+        _end(process, kill=kill)
+
+
+def _wait_healthy(served: ServeProcess, start_s: float) -> None:
+    deadline = time.monotonic() + start_s
+    while True:
+        assert served.process.poll() is None, f"memstack serve exited:\n{served.tail()}"
+        assert time.monotonic() < deadline, f"memstack serve did not start:\n{served.tail()}"
+        try:
+            if httpx.get(f"{served.url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+
+
+def _end(process: subprocess.Popen[bytes], *, kill: bool) -> None:
+    if process.poll() is None:
+        process.kill() if kill else process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)

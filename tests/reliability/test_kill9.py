@@ -33,7 +33,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -49,7 +48,7 @@ import httpx
 from memstack.server.services import open_records
 from memstack.service.api_keys import ApiKeys
 from memstack.service.versions import MAX_VERSIONS
-from tests.servers import free_port
+from tests.servers import serve_env, serving_memstack
 
 CYCLES = 3
 WRITERS = 6  # threads; each one writes to every agent in turn
@@ -90,33 +89,10 @@ class Server:
 
 @contextmanager
 def _serving(db: Path, key: str, log: Path) -> Iterator[Server]:
-    port = free_port()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("MEMSTACK_POSTGRES_URL", "MEMSTACK_REDIS_URL", "MEMSTACK_WORKERS")
-    }
-    env["MEMSTACK_MEMORY_EMBEDDING_PROVIDER"] = "hash"
-    env["MEMSTACK_LTM_MAX_ENTRIES"] = str(LTM_CAP)  # wins over LTM_MAX_ENTRIES and .env
-    command = [sys.executable, "-m", "memstack", "serve", "--db", str(db), "--port", str(port)]
-    with log.open("ab") as out:
-        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log.read_text(errors="replace")[-2000:]
-            assert time.monotonic() < deadline, "the server did not start within 60 s"
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        yield Server(url=url, headers={"Authorization": f"Bearer {key}"}, process=process, log=log)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=30)
+    env = serve_env(MEMSTACK_LTM_MAX_ENTRIES=str(LTM_CAP))  # wins over LTM_MAX_ENTRIES, .env
+    with serving_memstack(["--db", str(db)], env=env, log=log, kill=True) as served:
+        headers = {"Authorization": f"Bearer {key}"}
+        yield Server(url=served.url, headers=headers, process=served.process, log=log)
 
 
 def _writer(

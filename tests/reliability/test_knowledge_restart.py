@@ -8,14 +8,9 @@ message, never speed requirements."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -25,50 +20,15 @@ from memstack.server.services import open_records
 from memstack.service.api_keys import ApiKeys
 from memstack.service.passages import split_passages
 from tests.server.indexing import WAIT_S, prose
-from tests.servers import free_port
+from tests.servers import ServeProcess, serve_env, serving_memstack
 
 PASSAGES = 1_320  # about 1 MB
 KILL_AFTER = 10 * 16  # passages stored before the kill: ten batches
 
 
-@dataclass(frozen=True)
-class Server:
-    url: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-3000:]
-
-
-@contextmanager
-def _serving(db: Path, log: Path) -> Iterator[Server]:
-    port = free_port()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("MEMSTACK_POSTGRES_URL", "MEMSTACK_REDIS_URL", "MEMSTACK_WORKERS")
-    }
-    env["MEMSTACK_MEMORY_EMBEDDING_PROVIDER"] = "hash"
-    command = [sys.executable, "-m", "memstack", "serve", "--db", str(db), "--port", str(port)]
-    with log.open("ab") as out:
-        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-    server = Server(url=f"http://127.0.0.1:{port}", process=process, log=log)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, server.tail()
-            assert time.monotonic() < deadline, "the server did not start within 60 s"
-            try:
-                if httpx.get(f"{server.url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        yield server
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=30)
+def _serving(db: Path, log: Path) -> AbstractContextManager[ServeProcess]:
+    """``memstack serve`` on ``db``, killed (SIGKILL) afterwards unless the test ended it."""
+    return serving_memstack(["--db", str(db)], env=serve_env(), log=log, kill=True)
 
 
 def _status(http: httpx.Client, doc_id: str) -> dict[str, Any]:
@@ -78,7 +38,7 @@ def _status(http: httpx.Client, doc_id: str) -> dict[str, Any]:
     return body
 
 
-def _add_and_stop_midway(server: Server, key: str, text: str, stop: signal.Signals) -> str:
+def _add_and_stop_midway(server: ServeProcess, key: str, text: str, stop: signal.Signals) -> str:
     """Add the document, then send ``stop`` once ``KILL_AFTER`` passages are stored (and
     before the last): the document's id."""
     headers = {"Authorization": f"Bearer {key}"}
@@ -99,7 +59,7 @@ def _add_and_stop_midway(server: Server, key: str, text: str, stop: signal.Signa
     return doc_id
 
 
-def _until_ready(server: Server, key: str, doc_id: str, stored: int) -> dict[str, Any]:
+def _until_ready(server: ServeProcess, key: str, doc_id: str, stored: int) -> dict[str, Any]:
     """The status once ready; progress never below ``stored`` (it carries on)."""
     headers = {"Authorization": f"Bearer {key}"}
     with httpx.Client(base_url=server.url, headers=headers, timeout=60) as http:
@@ -113,7 +73,7 @@ def _until_ready(server: Server, key: str, doc_id: str, stored: int) -> dict[str
         return now
 
 
-def _check_whole(server: Server, key: str, doc_id: str, text: str) -> None:
+def _check_whole(server: ServeProcess, key: str, doc_id: str, text: str) -> None:
     headers = {"Authorization": f"Bearer {key}"}
     with httpx.Client(base_url=server.url, headers=headers, timeout=60) as http:
         assert http.get(f"/api/knowledge/{doc_id}").json()["text"] == text

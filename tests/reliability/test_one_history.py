@@ -16,15 +16,11 @@ import asyncio
 import itertools
 import json
 import multiprocessing
-import os
-import subprocess
-import sys
 import threading
-import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +39,7 @@ from memstack.service.stm import InProcessTier
 from memstack.service.types import Memory
 from memstack.service.versions import MAX_VERSIONS
 from memstack.storage import PostgresRecordStore, RecordStore, SQLiteRecordStore
-from tests.servers import free_port
+from tests.servers import serve_env, serving_memstack
 
 WRITERS = 4  # processes (or client threads, against servers)
 ROUNDS = 5  # each writer stores a new value of every memory this many times
@@ -211,50 +207,6 @@ def test_processes_writing_the_same_memories_leave_one_linear_history_each(where
 # -- writers through real servers ------------------------------------------------------------
 
 
-@contextmanager
-def serving(store_flags: list[str], env: dict[str, str]) -> Iterator[str]:
-    """``memstack serve`` with these flags on a free port; yields its URL once healthy."""
-    port = free_port()
-    command = [sys.executable, "-m", "memstack", "serve", *store_flags, "--port", str(port)]
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_S
-        while True:
-            if process.poll() is not None:
-                output = process.stdout.read() if process.stdout else ""
-                raise AssertionError(f"memstack serve exited:\n{output[-3000:]}")
-            assert time.monotonic() < deadline, "the server did not start in time"
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        if process.stdout:
-            process.stdout.close()
-
-
-def _server_env() -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("MEMSTACK_POSTGRES_URL", "MEMSTACK_REDIS_URL", "MEMSTACK_WORKERS")
-    }
-    env["MEMSTACK_MEMORY_EMBEDDING_PROVIDER"] = "hash"
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
 def _through_servers(urls: list[str], key: str, where: Where) -> Tally:
     """``WRITERS`` client threads, writer w sending to ``urls[w % len(urls)]``, each
     storing every memory ``ROUNDS`` times in the same order as the others, each write
@@ -329,7 +281,13 @@ def test_servers_writing_the_same_memories_leave_one_linear_history_each(
         flags += ["--workers", "2", "--redis-url", request.getfixturevalue("redis_database")]
         servers = 1
     with ExitStack() as running:
-        urls = [running.enter_context(serving(flags, _server_env())) for _ in range(servers)]
+        env = serve_env(PYTHONUNBUFFERED="1")
+        urls = [
+            running.enter_context(
+                serving_memstack(flags, env=env, log=tmp_path / f"serve-{n}.log", start_s=START_S)
+            ).url
+            for n in range(servers)
+        ]
         tally = _through_servers(urls, key, where)
     print(f"\n{setup}, {WRITERS} writers: {tally.line()}")
     assert (tally.failed, tally.acknowledged) == (0, WRITERS * ROUNDS * KEYS), tally.line()

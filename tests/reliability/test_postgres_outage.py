@@ -23,9 +23,6 @@ acknowledged store must read back with its value.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -46,7 +43,7 @@ from memstack.server.services import Services, open_services
 from memstack.service.api_keys import ApiKeys
 from memstack.storage.postgres import PING_TIMEOUT_S, REQUEST_TIMEOUT_S
 from tests.server.conftest import LiveServer, serve_in_thread
-from tests.servers import PostgresServer, free_port, running_postgres
+from tests.servers import PostgresServer, running_postgres, serve_env, serving_memstack
 
 DEADLINE_S = 5.0
 """Every answer while PostgreSQL is down must come within this (the server's own bound
@@ -205,40 +202,13 @@ def memstack_serve(postgres_url: str, tmp: Path) -> Iterator[httpx.Client]:
     )
     assert created.exit_code == 0, created.output
     key = json.loads(created.stdout)["key"]
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSTACK_", "STM_", "LTM_"))}
-    env["MEMSTACK_MEMORY_EMBEDDING_PROVIDER"] = "hash"
-    command = [sys.executable, "-m", "memstack", "serve", "--postgres-url", postgres_url]
-    log_path = tmp / "serve.log"
-    with log_path.open("wb") as log:
-        command += ["--port", str(port)]
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        with httpx.Client(
-            base_url=f"http://127.0.0.1:{port}", headers=_auth(key), timeout=DEADLINE_S
-        ) as client:
-            _wait_started(client, process, log_path)
-            yield client
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-
-def _wait_started(client: httpx.Client, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"memstack serve exited:\n{log.read_text()}"
-        try:
-            if client.get("/healthz").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"memstack serve did not answer /healthz:\n{log.read_text()}")
+    with (
+        serving_memstack(
+            ["--postgres-url", postgres_url], env=serve_env(), log=tmp / "serve.log"
+        ) as served,
+        httpx.Client(base_url=served.url, headers=_auth(key), timeout=DEADLINE_S) as client,
+    ):
+        yield client
 
 
 @dataclass(frozen=True, kw_only=True)

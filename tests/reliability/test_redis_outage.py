@@ -16,11 +16,9 @@ and the newest of the global bucket. The figures are printed; all must be 0.
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -36,7 +34,13 @@ import pytest
 from click.testing import CliRunner
 
 from memstack.cli import main
-from tests.servers import _redis_answers, free_port, redis_server_binary
+from tests.servers import (
+    _redis_answers,
+    free_port,
+    redis_server_binary,
+    serve_env,
+    serving_memstack,
+)
 
 AGENTS = 6
 STM_MAX = 12
@@ -105,41 +109,14 @@ def memstack_serve(redis_url: str, workers: int, tmp: Path) -> Iterator[httpx.Cl
     )
     assert created.exit_code == 0, created.output
     key = json.loads(created.stdout)["key"]
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSTACK_", "STM_", "LTM_"))}
-    env |= {"MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash", "STM_MAX_ENTRIES": str(STM_MAX)}
-    command = [sys.executable, "-m", "memstack", "serve", "--workers", str(workers)]
-    command += ["--redis-url", redis_url, "--db", str(db), "--port", str(port)]
-    log_path = tmp / "serve.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        with httpx.Client(
-            base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30
-        ) as client:
-            _wait_healthy(client, process, log_path)
-            yield client
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-
-def _wait_healthy(client: httpx.Client, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"memstack serve exited:\n{log.read_text()}"
-        try:
-            if client.get("/healthz").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"memstack serve did not answer /healthz:\n{log.read_text()}")
+    flags = ["--workers", str(workers), "--redis-url", redis_url, "--db", str(db)]
+    env = serve_env(STM_MAX_ENTRIES=str(STM_MAX))
+    headers = {"Authorization": f"Bearer {key}"}
+    with (
+        serving_memstack(flags, env=env, log=tmp / "serve.log") as served,
+        httpx.Client(base_url=served.url, headers=headers, timeout=30) as client,
+    ):
+        yield client
 
 
 @dataclass(kw_only=True)
