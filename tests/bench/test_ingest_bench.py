@@ -9,6 +9,7 @@ from memstack.bench.ingest import UPSERT_ROWS, run_ingest
 from memstack.cli import main
 from memstack.clock import SystemClock
 from memstack.embeddings import HashEmbedder
+from memstack.storage import PostgresRecordStore
 from memstack.storage.sqlite import SQLiteRecordStore
 
 
@@ -119,3 +120,30 @@ def test_the_upsert_rate_is_measured_over_ten_thousand_records_of_the_texts(tmp_
         assert np.allclose(row.embedding, expected, atol=1e-6)
     finally:
         store.close()
+
+
+def test_bench_ingest_on_postgres_reports_it_and_leaves_nothing_behind(
+    postgres_url: str, tmp_path: Path
+):
+    out = tmp_path / "ingest.json"
+    args = ["bench", "ingest", "--texts", "short", "--n", "10", "--embedder", "hash"]
+    args += ["--stores", "sqlite,postgres", "--postgres-url", postgres_url, "--out", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert sorted(report["stores"]) == ["postgres", "sqlite"]
+    [run] = report["stores"]["postgres"]
+    assert run["upsert_n"] == 10_000 and run["upsert_per_s"] > 0
+    assert report["runs"] == report["stores"]["sqlite"]
+    assert "postgres short: remember_many runs at" in result.output
+    store = PostgresRecordStore.from_url(postgres_url)
+    try:
+        assert [ns for ns in store.namespaces() if ns.startswith("ltm/bench-")] == []
+    finally:
+        store.close()
+
+
+def test_bench_ingest_on_postgres_needs_its_url(tmp_path: Path):
+    args = ["bench", "ingest", "--texts", "short", "--embedder", "hash", "--stores", "postgres"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "postgres needs --postgres-url" in result.output

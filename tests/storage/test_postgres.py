@@ -1,12 +1,14 @@
 """What only the PostgreSQL backend promises: schemas, pools, setup under concurrency,
-migrations of an existing database, and which search path (HNSW, exact, capped keywords) a
-namespace gets as its size changes."""
+migrations of an existing database, which search path (a namespace's own IVFFlat index,
+exact, capped keywords) a namespace gets as its size changes, and how its index is built
+beside other writers and stores."""
 
 from __future__ import annotations
 
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +18,7 @@ import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
 
+import memstack.storage._postgres_ann as ann
 import memstack.storage.postgres as pg
 from memstack.clock import ManualClock
 from memstack.errors import ConfigError, StoreUnavailable
@@ -123,7 +126,7 @@ def test_without_psycopg_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
         PostgresRecordStore("postgresql://nowhere/db")
 
 
-# -- search paths: HNSW for a big namespace, exact for a small one, capped keywords --------
+# -- search paths: its own index for a big namespace, exact for a small one, capped keywords
 
 
 def _unit_rows(n: int, dim: int, seed: int) -> npt.NDArray[np.float32]:
@@ -159,148 +162,207 @@ def _analyze(url: str, schema: str) -> None:
         conn.execute(f'ANALYZE "{schema}".records')
 
 
-def test_a_big_namespace_is_searched_through_hnsw_a_small_one_exactly(
+def _ready(store: PostgresRecordStore, namespace: str) -> None:
+    deadline = time.monotonic() + 60
+    while not store.ready(namespace):
+        assert time.monotonic() < deadline, "no index within 60 s"
+        time.sleep(0.05)
+
+
+def _indexes(url: str, schema: str) -> dict[str, str]:
+    """The vector indexes of the schema: name -> definition."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s"
+            " AND (indexname LIKE 'records_ivf_%%' OR indexname LIKE 'records_hnsw_%%')",
+            (schema,),
+        ).fetchall()
+    return {str(name): str(definition) for name, definition in rows}
+
+
+def test_a_big_namespace_is_searched_through_its_own_index_a_small_one_exactly(
     postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
 ) -> None:
     pool, seen = plans
-    store = _store(pool, pg_schema, exact_limit=100, ef_search=1)  # ef_search becomes k
+    store = _store(pool, pg_schema, exact_limit=100)
     big, small = _unit_rows(2000, 16, seed=1), _unit_rows(50, 16, seed=2)
     store.upsert([rec(f"b{i}", "big", embedding=v) for i, v in enumerate(big)])
     store.upsert([rec(f"s{i}", "small", embedding=v) for i, v in enumerate(small)])
-    _analyze(postgres_url, pg_schema)
+    assert _indexes(postgres_url, pg_schema) == {}  # none until a namespace is ready or searched
+    _ready(store, "big")
+    assert store.ready("small")
+    (definition,) = _indexes(postgres_url, pg_schema).values()
+    assert "ivfflat" in definition and "WITH (lists='45')" in definition
+    assert "(namespace = 'big'::text) AND (dim = 16)" in definition
     query = _unit_rows(1, 16, seed=3)[0]
 
     seen.clear()
     hits = store.vector_ids("big", query, k=20)
-    assert any("Index Scan using records_hnsw_16" in plan for plan in seen)
+    assert any("Index Scan using records_ivf_" in plan for plan in seen)
+    settings = [p for p in seen if "set_config('ivfflat.probes'" in p]
+    assert len(settings) == 1 and f"$1 = '{ann.probes_for(45)}'" in settings[0]
     assert len(hits) == 20
     exact = np.argsort(-(big @ query), kind="stable")[:20]
     assert len({f"b{i}" for i in exact} & {i for i, _ in hits}) >= 15  # approximate
     assert [score for _, score in hits] == pytest.approx(
         [float(big[int(i[1:])] @ query) for i, _ in hits], abs=1e-6
-    )
+    )  # re-ranked at full precision
 
     seen.clear()
     hits = store.vector_ids("small", query, k=10)
     assert [i for i, _ in hits] == [f"s{i}" for i in np.argsort(-(small @ query))[:10]]
-    assert seen and not any("hnsw" in plan for plan in seen)
+    assert seen and not any("records_ivf_" in plan for plan in seen)
     store.close()
 
 
-def test_ef_search_grows_with_the_graph_never_below_k_nor_past_the_ceiling() -> None:
-    assert [pg.ef_search_for(rows, 10) for rows in (0, 5_000, 10_000, 10_001, 20_000)] == [
-        200,
-        200,
-        300,
-        400,
-        400,
+def test_lists_and_probes_follow_the_rows_and_an_index_is_due_after_fourfold_change() -> None:
+    assert [ann.lists_for(rows) for rows in (0, 1, 5_001, 100_000, 1_000_000)] == [
+        1,
+        1,
+        71,
+        316,
+        1000,
     ]
-    assert pg.ef_search_for(20_001, 10) == pg.ef_search_for(50_000, 10) == pg.EF_CEILING
-    assert pg.ef_search_for(100_000, 10) == 600  # with two scans (``AWAY_ROWS``)
-    efs = [pg.ef_search_for(rows, 10) for rows in range(0, 200_000, 500)]
-    assert efs == sorted(efs)  # a bigger graph never gets a shorter list
-    assert pg.ef_search_for(10_000, 450) == 450  # never below k
-    assert pg.ef_search_for(1_000_000, 5_000) == 1000  # never past pgvector's maximum
-    assert pg.ef_search_for(10_000, 10, ceiling=100) == 100  # ``ef_search`` caps every size
-    assert pg.ef_search_for(1_000_000, 10, ceiling=100) == 100
-    assert pg.ef_search_for(10_000, 150, ceiling=100) == 150
+    assert [ann.probes_for(lists) for lists in (1, 4, 71, 316, 1000)] == [1, 4, 17, 36, 64]
+    assert not ann.due(316, 100_000)
+    assert not ann.due(316, 390_000) and ann.due(316, 400_000)  # grown fourfold
+    assert not ann.due(316, 26_000) and ann.due(316, 25_000)  # shrunk fourfold
 
 
-@pytest.mark.parametrize(("away_limit", "scans"), [(1_999, 2), (2_000, 1)])
-def test_a_graph_past_away_limit_is_scanned_twice_the_second_time_away_from_the_first(
-    postgres_url: str,
-    pg_schema: str,
-    plans: tuple[ConnectionPool[Any], list[str]],
-    away_limit: int,
-    scans: int,
-) -> None:
-    pool, seen = plans
-    # ef_search becomes k; the graph has 2,000 rows
-    store = _store(pool, pg_schema, exact_limit=100, ef_search=1, away_limit=away_limit)
-    rows = _unit_rows(2000, 16, seed=9)
-    store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
-    _analyze(postgres_url, pg_schema)
-    query = _unit_rows(1, 16, seed=10)[0]
-    seen.clear()
-    hits = store.vector_ids("ns", query, k=10)
-    plan = next(p for p in seen if "Index Scan using records_hnsw_16" in p)
-    assert plan.count("Index Scan using records_hnsw_16") == scans
-    # the second scan: ordered by the away vector
-    assert ("<=> (InitPlan" in plan) == (scans == 2)
-    assert not any("<=> v.q" in p for p in seen)  # no fallback to the exact scan
-    assert [i for i, _ in hits] == [f"r{i}" for i in np.argsort(-(rows @ query))[:10]]
-    assert pg.AWAY_LIMIT == pg.EF_BY_ROWS[-1][0]  # two scans only past the sizes measured
-    store.close()
-
-
-def test_a_mid_size_namespace_is_searched_through_hnsw_with_its_sizes_ef(
-    postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
-) -> None:
-    pool, seen = plans
-    store = PostgresRecordStore(pool, schema=pg_schema, clock=ManualClock())  # defaults
-    store.setup()
-    rows = _unit_rows(MID_SIZE, 8, seed=6)
-    for lo in range(0, MID_SIZE, 2_000):
-        store.upsert([rec(f"r{i}", embedding=rows[i]) for i in range(lo, lo + 2_000)])
-    _analyze(postgres_url, pg_schema)
-    query = _unit_rows(1, 8, seed=7)[0]
-    seen.clear()
-    hits = store.vector_ids("ns", query, k=50)
-    assert len(hits) == 50
-    assert any("Index Scan using records_hnsw_8" in plan for plan in seen)
-    ef = pg.ef_search_for(MID_SIZE, 50)
-    settings = [p for p in seen if "set_config('hnsw.ef_search'" in p]
-    assert ef < 1000 and len(settings) == 1 and f"$1 = '{ef}'" in settings[0]
-    exact = {f"r{i}" for i in np.argsort(-(rows @ query))[:10]}
-    assert len(exact & {i for i, _ in hits[:10]}) >= 9
-    store.close()
-
-
-def test_a_namespace_sharing_its_graph_gets_the_graphs_ef(
+def test_a_search_asks_for_the_index_and_ranks_exactly_until_it_is_built(
     postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
 ) -> None:
     pool, seen = plans
     store = _store(pool, pg_schema, exact_limit=100)
-    rows = _unit_rows(5_301, 8, seed=8)
-    store.upsert([rec(f"a{i}", "a", embedding=v) for i, v in enumerate(rows[:300])])
-    store.upsert([rec(f"b{i}", "b", embedding=v) for i, v in enumerate(rows[300:])])
-    _analyze(postgres_url, pg_schema)  # the index's reltuples: 5,301
+    rows = _unit_rows(1500, 8, seed=11)
+    store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
     seen.clear()
-    assert len(store.vector_ids("a", rows[0], k=10)) == 10
-    settings = [p for p in seen if "set_config('hnsw.ef_search'" in p]
-    ef = pg.ef_search_for(5_301, 10)
-    assert ef > pg.ef_search_for(300, 10) and f"$1 = '{ef}'" in settings[0]
-    assert any("reltuples" in p for p in seen)
+    hits = store.vector_ids("ns", rows[0], k=10)  # no index yet: exact, and one is asked for
+    assert [i for i, _ in hits] == [f"r{i}" for i in np.argsort(-(rows @ rows[0]))[:10]]
+    assert any("<=> v.q" in plan for plan in seen)
+    deadline = time.monotonic() + 60
+    while not _indexes(postgres_url, pg_schema):
+        assert time.monotonic() < deadline, "the search asked for no index"
+        time.sleep(0.05)
+    _ready(store, "ns")
     seen.clear()
-    assert len(store.vector_ids("a", rows[1], k=10)) == 10
-    assert not any("reltuples" in p for p in seen)  # the graph's size is reused, not re-read
-    assert any(f"$1 = '{ef}'" in p for p in seen)
+    assert len(store.vector_ids("ns", rows[0], k=10)) == 10
+    assert any("Index Scan using records_ivf_" in plan for plan in seen)
     store.close()
 
 
-MID_SIZE = 10_000
-"""Past the default ``exact_limit`` (5,000), which was 10,000 before the graph's ef
-followed its size."""
+def test_each_namespace_gets_its_own_index_and_its_lookup_is_reused(
+    postgres_url: str,
+    pg_schema: str,
+    plans: tuple[ConnectionPool[Any], list[str]],
+) -> None:
+    pool, seen = plans
+    store = _store(pool, pg_schema, exact_limit=100)
+    rows = _unit_rows(1_300, 8, seed=8)
+    store.upsert([rec(f"a{i}", "a", embedding=v) for i, v in enumerate(rows[:300])])
+    store.upsert([rec(f"b{i}", "b", embedding=v) for i, v in enumerate(rows[300:])])
+    _ready(store, "a")
+    _ready(store, "b")
+    names = sorted(_indexes(postgres_url, pg_schema))
+    assert len(names) == 2 and names != sorted({n.rsplit("_", 2)[0] for n in names})
+    assert sorted(n.rsplit("_", 1)[1] for n in names) == ["17", "32"]  # their own lists
+    seen.clear()
+    assert len(store.vector_ids("a", rows[0], k=10)) == 10
+    assert any("pg_index" in p for p in seen)
+    seen.clear()
+    assert len(store.vector_ids("a", rows[1], k=10)) == 10
+    assert not any("pg_index" in p for p in seen)  # the index is reused, not looked up
+    store.close()
 
 
-def test_a_filtered_search_through_hnsw_still_returns_k_rows(
+def test_a_filtered_search_through_the_index_still_returns_k_rows(
     postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
 ) -> None:
     pool, seen = plans
-    store = _store(pool, pg_schema, exact_limit=100, ef_search=1)
+    store = _store(pool, pg_schema, exact_limit=100)
     rows = _unit_rows(2000, 16, seed=4)
-    kinds = ["wanted" if i % 2 == 0 else "other" for i in range(len(rows))]
+    kinds = ["wanted" if i % 4 == 0 else "other" for i in range(len(rows))]
     store.upsert([rec(f"r{i}", "big", embedding=v, kind=kinds[i]) for i, v in enumerate(rows)])
+    _ready(store, "big")
     _analyze(postgres_url, pg_schema)
     query = _unit_rows(1, 16, seed=5)[0]
     seen.clear()
-    # ef_search becomes k = 40: a plain HNSW scan finds 40 candidates, about 20 of them
-    # wanted; the iterative scan goes on until 40 wanted ones are found.
+    # The first lists read hold about 40 rows of the kind; the iterative scan reads more
+    # lists until 80 candidates of it are found.
     hits = store.vector_ids("big", query, k=40, filter=Filter(kinds=("wanted",)))
-    assert any("Index Scan using records_hnsw_16" in plan for plan in seen)
+    assert any("Index Scan using records_ivf_" in plan for plan in seen)
     assert not any("<=> v.q" in plan for plan in seen)  # no fallback to the exact scan
     assert len(hits) == 40
     assert all(kinds[int(i[1:])] == "wanted" for i, _ in hits)
+    store.close()
+
+
+def test_deleting_or_renaming_a_namespace_drops_its_index(
+    postgres_url: str, pg_schema: str
+) -> None:
+    store = _store(postgres_url, pg_schema, exact_limit=100)
+    rows = _unit_rows(400, 8, seed=12)
+    for namespace in ("gone", "moved"):
+        store.upsert([rec(f"r{i}", namespace, embedding=v) for i, v in enumerate(rows)])
+        _ready(store, namespace)
+    assert len(_indexes(postgres_url, pg_schema)) == 2
+    store.delete_namespace("gone")
+    assert store.backend.rename_namespace("moved", "there") == 400
+    deadline = time.monotonic() + 30
+    while _indexes(postgres_url, pg_schema):
+        assert time.monotonic() < deadline, "the indexes of names without rows stay"
+        time.sleep(0.05)
+    _ready(store, "there")
+    (definition,) = _indexes(postgres_url, pg_schema).values()
+    assert "(namespace = 'there'::text)" in definition
+    store.close()
+
+
+def test_two_stores_build_a_namespaces_index_once(postgres_url: str, pg_schema: str) -> None:
+    stores = [_store(postgres_url, pg_schema, exact_limit=100) for _ in range(3)]
+    rows = _unit_rows(3000, 8, seed=13)
+    stores[0].upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
+    deadline = time.monotonic() + 60
+    while not all([s.ready("ns") for s in stores]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert len(_indexes(postgres_url, pg_schema)) == 1
+    for store in stores:
+        store.close()
+
+
+def test_rows_written_while_the_index_is_built_are_found_through_it(
+    postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
+) -> None:
+    pool, seen = plans
+    builder = _store(pool, pg_schema, exact_limit=100)
+    writer = _store(postgres_url, pg_schema, exact_limit=100)
+    rows = _unit_rows(20_300, 8, seed=14)
+    builder.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows[:20_000])])
+    assert not builder.ready("ns")  # the build starts in the background
+    for lo in range(20_000, 20_300, 30):  # meanwhile another process writes
+        writer.upsert([rec(f"r{i}", embedding=rows[i]) for i in range(lo, lo + 30)])
+    _ready(builder, "ns")
+    seen.clear()
+    for i in range(20_000, 20_300, 7):  # each row's own vector finds it first
+        assert builder.vector_ids("ns", rows[i], k=1)[0][0] == f"r{i}"
+    assert sum("Index Scan using records_ivf_" in plan for plan in seen) == 43
+    assert not any("<=> v.q" in plan for plan in seen)
+    assert len(_indexes(postgres_url, pg_schema)) == 1
+    writer.close()
+    builder.close()
+
+
+def test_a_batch_of_rows_is_one_statement(
+    postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
+) -> None:
+    pool, seen = plans
+    store = _store(pool, pg_schema)
+    seen.clear()
+    store.upsert([rec(f"r{i}", embedding=[1, i]) for i in range(500)])
+    inserts = [p for p in seen if "INSERT INTO" in p and ".records" in p]
+    assert len(inserts) == 1 and "unnest" in inserts[0]
+    assert store.count("ns") == 500
     store.close()
 
 
@@ -333,15 +395,17 @@ def test_vectors_round_trip_bit_for_bit(postgres_url: str, pg_schema: str, value
     store.close()
 
 
-def test_each_dimension_in_use_gets_its_own_hnsw_index(postgres_url: str, pg_schema: str) -> None:
+def test_a_new_schema_has_no_vector_index_and_no_index_no_plan_uses(
+    postgres_url: str, pg_schema: str
+) -> None:
     store = _store(postgres_url, pg_schema)
     store.upsert([rec("a", "one", embedding=[1, 0, 0]), rec("b", "two", embedding=[0, 1])])
+    assert _indexes(postgres_url, pg_schema) == {}
     with psycopg.connect(postgres_url) as conn:
         names = conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s",
-            (pg_schema, "records_hnsw_%"),
+            "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (pg_schema,)
         ).fetchall()
-    assert sorted(n for (n,) in names) == ["records_hnsw_2", "records_hnsw_3", "records_hnsw_384"]
+    assert "records_ns_dim" not in {n for (n,) in names}
     assert [i for i, _ in store.vector_ids("one", [1, 0, 0], k=1)] == ["a"]
     store.close()
 
@@ -429,7 +493,7 @@ def _hnsw_options(url: str, schema: str) -> dict[str, list[str]]:
     return {str(name): sorted(options) for name, options in rows}
 
 
-def test_migration_7_rebuilds_the_hnsw_indexes_of_an_existing_database(
+def test_migration_7_rebuilds_the_hnsw_indexes_and_migration_9_drops_them(
     postgres_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     old = _older_store(postgres_url, pg_schema, monkeypatch, migrations=6)
@@ -446,13 +510,17 @@ def test_migration_7_rebuilds_the_hnsw_indexes_of_an_existing_database(
         "records_hnsw_384": ["ef_construction=64", "m=16"],
     }
 
-    monkeypatch.undo()
-    store = PostgresRecordStore(postgres_url, schema=pg_schema)
-    store.setup()
+    monkeypatch.setattr(pg, "MIGRATIONS", MIGRATIONS[:8])
+    _older_store(postgres_url, pg_schema, monkeypatch, migrations=8).close()
     assert _hnsw_options(postgres_url, pg_schema) == {
         "records_hnsw_3": ["ef_construction=512", "m=16"],
         "records_hnsw_384": ["ef_construction=512", "m=16"],
     }
+
+    monkeypatch.undo()
+    store = PostgresRecordStore(postgres_url, schema=pg_schema)
+    store.setup()
+    assert _hnsw_options(postgres_url, pg_schema) == {}
     assert [i for i, _ in store.vector_ids("one", [1, 0, 0], k=1)] == ["a"]
     store.close()
 
@@ -489,36 +557,34 @@ def test_migration_8_leaves_keyword_searches_no_pending_list_to_read(
 
 
 def _searching_store(pool: ConnectionPool[Any], schema: str) -> PostgresRecordStore:
-    """HNSW past 100 rows, ef_search k (at pgvector's 1000, a 2000-row table is scanned)."""
-    store = PostgresRecordStore(
-        pool, schema=schema, clock=ManualClock(), exact_limit=100, ef_search=1
-    )
+    """An index past 100 rows."""
+    store = PostgresRecordStore(pool, schema=schema, clock=ManualClock(), exact_limit=100)
     store.setup()
     return store
 
 
-def _searched_through_hnsw(store: PostgresRecordStore, seen: list[str], query: Any) -> bool:
+def _searched_through_index(store: PostgresRecordStore, seen: list[str], query: Any) -> bool:
     seen.clear()
     assert len(store.vector_ids("ns", query, k=5)) == 5
-    return any("Index Scan using records_hnsw_8" in plan for plan in seen)
+    return any("Index Scan using records_ivf_" in plan for plan in seen)
 
 
-def test_the_stores_own_writes_move_a_namespace_between_exact_and_hnsw(
+def test_the_stores_own_writes_move_a_namespace_between_exact_and_its_index(
     postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
 ) -> None:
     pool, seen = plans
     store = _searching_store(pool, pg_schema)
     rows, query = _unit_rows(2000, 8, seed=1), _unit_rows(1, 8, seed=2)[0]
     store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows[:40])])
-    assert not _searched_through_hnsw(store, seen, query)  # 40 rows: counted, exact
+    assert not _searched_through_index(store, seen, query)  # 40 rows: counted, exact
 
     store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows[40:], start=40)])
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(f'ANALYZE "{pg_schema}".records')
-    assert _searched_through_hnsw(store, seen, query)  # grown past the limit: counted again
+    _ready(store, "ns")
+    _analyze(postgres_url, pg_schema)
+    assert _searched_through_index(store, seen, query)  # grown past the limit: counted again
 
     store.delete("ns", [f"r{i}" for i in range(10, 2000)])
-    assert not _searched_through_hnsw(store, seen, query)  # shrunk: counted again
+    assert not _searched_through_index(store, seen, query)  # shrunk: counted again
     store.close()
 
 
@@ -530,16 +596,16 @@ def test_another_writers_rows_count_once_the_size_is_old(
 ) -> None:
     pool, seen = plans
     store = _searching_store(pool, pg_schema)
-    other = PostgresRecordStore(postgres_url, schema=pg_schema, clock=ManualClock())
+    other = _store(postgres_url, pg_schema, exact_limit=100)
     rows, query = _unit_rows(2000, 8, seed=3), _unit_rows(1, 8, seed=4)[0]
     store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows[:10])])
-    assert not _searched_through_hnsw(store, seen, query)
+    assert not _searched_through_index(store, seen, query)
     other.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(f'ANALYZE "{pg_schema}".records')
-    assert not _searched_through_hnsw(store, seen, query)  # its size is still fresh
+    _ready(other, "ns")
+    _analyze(postgres_url, pg_schema)
+    assert not _searched_through_index(store, seen, query)  # its size is still fresh
     monkeypatch.setattr(pg, "SIZE_TTL_S", 0.0)
-    assert _searched_through_hnsw(store, seen, query)
+    assert _searched_through_index(store, seen, query)
     other.close()
     store.close()
 

@@ -332,6 +332,13 @@ _INGEST_FIELDS = (
 @click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True)
 @_embedder_option
 @click.option(
+    "--stores",
+    default="sqlite",
+    show_default=True,
+    help="Comma-separated backends: sqlite, memory, postgres (postgres needs --postgres-url).",
+)
+@click.option("--postgres-url", envvar="MEMSTACK_POSTGRES_URL", help="[env MEMSTACK_POSTGRES_URL]")
+@click.option(
     "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
 )
 def ingest(
@@ -340,11 +347,15 @@ def ingest(
     n: int,
     batch: int,
     embedder_kind: Literal["local", "hash"],
+    stores: str,
+    postgres_url: str | None,
     out: Path | None,
 ) -> None:
     """Memories/s of remember (one at a time), remember_many (batches, dedupe on), the
-    embedder alone, and upsert of 10,000 records with vectors given, on a temporary SQLite store."""
-    from memstack.bench.ingest import UPSERT_ROWS, run_ingest
+    embedder alone, and upsert of 10,000 records with vectors given, per store (a
+    temporary SQLite file by default; the runs' collections are deleted from PostgreSQL
+    after)."""
+    from memstack.bench.ingest import UPSERT_ROWS, IngestResult, run_ingest
     from memstack.bench.locomo_data import load_locomo
     from memstack.bench.report import format_table, write_json
     from memstack.bench.setup import open_bench_embedder, open_bench_store
@@ -368,38 +379,50 @@ def ingest(
         ]
     if text_sets in ("short", "both"):
         sets["short"] = synth_sentences(n)
+    backends = _stores(stores, postgres_url)
     embedder = open_bench_embedder(embedder_kind)
     embedder.embed_batch(["warm up"])
-    results = []
-    with open_bench_store("sqlite") as store:
-        for name, texts in sets.items():
-            with progress_bar(5 * len(texts) + UPSERT_ROWS, name) as bar:
-                run = run_ingest(
-                    name,
-                    texts,
-                    store=store,
-                    embedder=embedder,
-                    clock=SystemClock(),
-                    batch=batch,
-                    progress=bar.update,
-                    turns=turns.get(name),
-                )
-                results.append(asyncio.run(run))
-    click.echo(f"ingest on SQLite, embedder {embedder.model_id}, batches of {batch} (memories/s)")
-    headers = ("texts", "n", "chars", "remember", "remember_many", "embed", "upsert", "many/embed")
-    rows = [[getattr(r, f) for f in _INGEST_FIELDS] + [r.many_to_embed] for r in results]
+    results: dict[str, list[IngestResult]] = {}
+    for backend in backends:
+        results[backend] = []
+        with open_bench_store(backend, postgres_url=postgres_url) as store:
+            for name, texts in sets.items():
+                with progress_bar(5 * len(texts) + UPSERT_ROWS, f"{backend} {name}") as bar:
+                    run = run_ingest(
+                        name,
+                        texts,
+                        store=store,
+                        embedder=embedder,
+                        clock=SystemClock(),
+                        batch=batch,
+                        progress=bar.update,
+                        turns=turns.get(name),
+                        cleanup=backend == "postgres",
+                    )
+                    results[backend].append(asyncio.run(run))
+    click.echo(f"ingest, embedder {embedder.model_id}, batches of {batch} (memories/s)")
+    headers = (
+        "store",
+        *("texts", "n", "chars", "remember", "remember_many", "embed", "upsert", "many/embed"),
+    )
+    rows = [
+        [backend, *(getattr(r, f) for f in _INGEST_FIELDS), r.many_to_embed]
+        for backend, runs in results.items()
+        for r in runs
+    ]
     click.echo(format_table(headers, rows))
-    for r in results:
-        click.echo(f"{r.texts}: remember_many runs at {r.many_to_embed:.0%} of the embedder alone")
-        click.echo(
-            f"{r.texts}: remember_turns {r.remember_turns_per_s:,.0f}/s, embedder alone on the "
-            f"same turns {r.turns_embed_per_s:,.0f}/s ({r.turns_to_embed:.0%})"
-        )
+    for backend, runs in results.items():
+        for r in runs:
+            click.echo(
+                f"{backend} {r.texts}: remember_many runs at {r.many_to_embed:.0%} of the "
+                f"embedder alone; remember_turns {r.remember_turns_per_s:,.0f}/s, embedder "
+                f"alone on the same turns {r.turns_embed_per_s:,.0f}/s ({r.turns_to_embed:.0%})"
+            )
     if out:
-        write_json(
-            out,
-            {"embedder": embedder.model_id, "batch": batch, "runs": [r.to_json() for r in results]},
-        )
+        payload: dict[str, object] = {"embedder": embedder.model_id, "batch": batch}
+        payload["runs"] = [r.to_json() for r in results[backends[0]]]
+        payload["stores"] = {b: [r.to_json() for r in runs] for b, runs in results.items()}
+        write_json(out, payload)
         click.echo(f"wrote {out}")
 
 

@@ -85,10 +85,33 @@ async def run_ingest(
     batch: int = 64,
     progress: Callable[[int], None] = lambda n: None,
     turns: Sequence[Turn] | None = None,
+    cleanup: bool = False,
 ) -> IngestResult:
     """Measure the ways in on ``texts`` (``name`` labels the set). ``turns`` are the same
-    texts as conversation turns; by default two speakers take turns, 20 to a session."""
+    texts as conversation turns; by default two speakers take turns, 20 to a session.
+    ``cleanup`` deletes the run's collections afterwards (for a database that outlives
+    the run)."""
     user = f"bench-{uuid.uuid4().hex[:8]}"
+    try:
+        return await _measure(name, texts, user, store, embedder, clock, batch, progress, turns)
+    finally:
+        if cleanup:
+            prefix = Collection(user_id=user, namespace="x").name.removesuffix("x")
+            for namespace in store.namespaces(prefix):
+                store.delete_namespace(namespace)
+
+
+async def _measure(
+    name: str,
+    texts: Sequence[str],
+    user: str,
+    store: RecordStore,
+    embedder: Embedder,
+    clock: Clock,
+    batch: int,
+    progress: Callable[[int], None],
+    turns: Sequence[Turn] | None,
+) -> IngestResult:
 
     def memory(mode: str) -> LongTermMemory:
         collection = Collection(user_id=user, namespace=f"{name}-{mode}")

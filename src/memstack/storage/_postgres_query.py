@@ -23,10 +23,10 @@ from memstack.storage.types import Filter, Order, Record, Vector, stored_record
 
 __all__ = [
     "ORDER_BY",
+    "ann_vector_sql",
     "columns",
     "exact_vector_sql",
-    "hnsw_away_vector_sql",
-    "hnsw_vector_sql",
+    "nearest_sql",
     "quote_schema",
     "record_from_row",
     "record_params",
@@ -34,6 +34,7 @@ __all__ = [
     "text_capped_sql",
     "text_sql",
     "tsquery",
+    "upsert_params",
     "upsert_sql",
     "where",
 ]
@@ -65,23 +66,50 @@ def columns() -> str:
     )
 
 
+_UPSERTED = (
+    ("namespace", "text"),
+    ("id", "text"),
+    ("text", "text"),
+    ("metadata", "text"),
+    ("kind", "text"),
+    ("importance", "float8"),
+    ("created_at", "float8"),
+    ("updated_at", "float8"),
+    ("last_accessed_at", "float8"),
+    ("expires_at", "float8"),
+    ("embedding", "vector"),
+    ("dim", "int4"),
+    ("context", "text"),
+    ("valid_from", "float8"),
+    ("valid_to", "float8"),
+    ("superseded_by", "text"),
+    ("closed_reason", "text"),
+    ("provenance", "text"),
+    ("provenance_detail", "text"),
+)
+
+
 def upsert_sql(schema: str) -> str:
-    return f"""
-INSERT INTO {schema}.records (namespace, id, text, metadata, kind, importance, created_at,
-                              updated_at, last_accessed_at, expires_at, embedding, dim,
-                              context, valid_from, valid_to, superseded_by, closed_reason,
-                              provenance, provenance_detail)
-VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %b, %s, %s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (namespace, id) DO UPDATE SET
-    text = EXCLUDED.text, metadata = EXCLUDED.metadata, kind = EXCLUDED.kind,
-    importance = EXCLUDED.importance, created_at = EXCLUDED.created_at,
-    updated_at = EXCLUDED.updated_at, last_accessed_at = EXCLUDED.last_accessed_at,
-    expires_at = EXCLUDED.expires_at, embedding = EXCLUDED.embedding, dim = EXCLUDED.dim,
-    context = EXCLUDED.context, valid_from = EXCLUDED.valid_from,
-    valid_to = EXCLUDED.valid_to, superseded_by = EXCLUDED.superseded_by,
-    closed_reason = EXCLUDED.closed_reason, provenance = EXCLUDED.provenance,
-    provenance_detail = EXCLUDED.provenance_detail
-"""
+    """Insert or replace many records in one statement: one array parameter per column
+    (``upsert_params``), unnested into rows. Keys must be distinct (a statement updates a
+    row once). One round trip for a whole batch, as fast as ``COPY`` into a staging table
+    and one statement, without the staging table; ``executemany`` sent a statement per
+    row."""
+    names = ", ".join(name for name, _ in _UPSERTED)
+    arrays = ", ".join(f"%{'b' if kind == 'vector' else 's'}::{kind}[]" for _, kind in _UPSERTED)
+    values = ", ".join("u.metadata::jsonb" if n == "metadata" else f"u.{n}" for n, _ in _UPSERTED)
+    updates = ", ".join(f"{n} = EXCLUDED.{n}" for n, _ in _UPSERTED[2:])
+    return (
+        f"INSERT INTO {schema}.records ({names}) SELECT {values}"
+        f" FROM unnest({arrays}) AS u({names})"
+        f" ON CONFLICT (namespace, id) DO UPDATE SET {updates}"
+    )
+
+
+def upsert_params(records: Sequence[Record]) -> list[list[Any]]:
+    """The column arrays of ``upsert_sql`` for ``records``."""
+    rows = [record_params(record) for record in records]
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 CURRENT = "(r.valid_to IS NULL OR r.valid_to > %s)"
@@ -141,7 +169,7 @@ def rows_sql(schema: str, clause: str, limit: int) -> str:
 def exact_vector_sql(schema: str, clause: str) -> str:
     """Ids and cosines of the ``%s`` nearest rows, computed for every row of ``clause``
     (parameters: query vector, clause's, the dimension, k). The untyped ``embedding``
-    matches no HNSW index, so this is always exact. Each row's distance is computed once
+    matches no vector index, so this is always exact. Each row's distance is computed once
     (a score beside the sort key computed it twice: a 10k-row scan took 13% longer)."""
     return (
         "SELECT id, 1 - distance FROM (SELECT r.id, r.embedding <=> v.q AS distance"
@@ -152,55 +180,36 @@ def exact_vector_sql(schema: str, clause: str) -> str:
     )
 
 
-def hnsw_vector_sql(schema: str, clause: str, dim: int) -> str:
-    """The same through the dimension's HNSW index, when the planner finds it cheaper
-    (parameters: query vector, clause's, k): one index scan, for a graph whose greedy
-    descent was measured to find the top 10 (``postgres.AWAY_LIMIT``). The distance is
-    the index's expression and ``dim`` a literal, so the partial index matches; the CTE
-    is materialized and sorted again because an iterative scan in ``relaxed_order`` may
-    return rows slightly out of order. Equal distances are ordered by id, but which of
-    the rows tied with the k-th the graph returns is not chosen by id (approximate)."""
-    dim = int(dim)
+def nearest_sql(schema: str, clause: str) -> str:
+    """For each of many query vectors, the id and cosine of the nearest row of ``clause``
+    (the smallest id among equals), or NULLs, in the order given (parameters: the vectors
+    as one array, the clause's, the dimension)."""
     return (
-        f"WITH hits AS MATERIALIZED (SELECT r.id,"
-        f" r.embedding::vector({dim}) <=> %b::vector({dim}) AS distance"
-        f" FROM {schema}.records r WHERE {clause} AND r.dim = {dim}"
-        " ORDER BY distance LIMIT %s)"
-        ' SELECT id, 1 - distance FROM hits ORDER BY distance, id COLLATE "C"'
+        "SELECT h.id, 1 - h.distance FROM unnest(%b::vector[]) WITH ORDINALITY AS q(v, n)"
+        " LEFT JOIN LATERAL (SELECT r.id, r.embedding <=> q.v AS distance"
+        f" FROM {schema}.records r WHERE {clause} AND r.dim = %s"
+        ' ORDER BY distance, r.id COLLATE "C" LIMIT 1) h ON true ORDER BY q.n'
     )
 
 
-def hnsw_away_vector_sql(schema: str, clause: str, dim: int) -> str:
-    """``hnsw_vector_sql`` in two index scans, for a large graph (parameters: query
-    vector, clause's, k, query vector twice, clause's, ``away``, k).
+def ann_vector_sql(schema: str, clause: str, dim: int, pool: int) -> str:
+    """The same through the namespace's IVFFlat index (``_postgres_ann``), when the planner
+    finds it cheaper (parameters: the clause's, the query vector twice, k).
 
-    The first scan takes the query's k nearest rows. The second takes the ``away`` rows
-    nearest the query with the first k's mean direction projected out, each scored by
-    its distance to the query; the union's k nearest are returned. HNSW's greedy descent
-    can settle a query that lies between two clusters in the wrong one; the second scan
-    is steered away from the cluster the first one found (why and what it measured:
-    ``postgres.AWAY_ROWS``).
-
-    The distance is the index's expression and ``dim`` a literal, so the partial index
-    matches; each scan is materialized, and the union sorted again, because an iterative
-    scan in ``relaxed_order`` may return rows slightly out of order."""
+    The index orders by the half-precision distance (its expression, ``dim`` a literal,
+    so the partial index matches); its first ``pool`` rows are re-ranked by their full
+    cosine, so scores are exact and equal distances are ordered by id (which of the rows
+    tied with the last one the index returns is not chosen by id: approximate). The
+    candidates are materialized because an iterative scan in ``relaxed_order`` may return
+    them slightly out of order."""
     dim = int(dim)
-    typed = f"r.embedding::vector({dim})"
-    query = f"%b::vector({dim})"
-    rows = f"FROM {schema}.records r WHERE {clause} AND r.dim = {dim}"
     return (
-        f"WITH first AS MATERIALIZED (SELECT r.id, {typed} AS e, {typed} <=> {query} AS distance"
-        f" {rows} ORDER BY distance LIMIT %s),"
-        # q - (q.c)c for c the first rows' unit mean (<#> is the negative inner product);
-        # the query itself when nothing was found.
-        " away AS MATERIALIZED (SELECT CASE WHEN c.v IS NULL THEN q.v ELSE q.v - array_fill("
-        f"-(q.v <#> c.v), ARRAY[{dim}])::vector({dim}) * c.v END AS v"
-        f" FROM (SELECT {query} AS v) q, (SELECT l2_normalize(avg(e)) AS v FROM first) c),"
-        f" second AS MATERIALIZED (SELECT r.id, {typed} <=> {query} AS distance {rows}"
-        f" ORDER BY {typed} <=> (SELECT v FROM away) LIMIT %s)"
-        " SELECT id, 1 - distance FROM (SELECT id, distance FROM first"
-        " UNION SELECT id, distance FROM second) hits"
-        ' ORDER BY distance, id COLLATE "C" LIMIT %s'
+        f"WITH hits AS MATERIALIZED (SELECT r.id, r.embedding FROM {schema}.records r"
+        f" WHERE {clause} AND r.dim = {dim}"
+        f" ORDER BY r.embedding::halfvec({dim}) <=> %b::vector::halfvec({dim})"
+        f" LIMIT {int(pool)})"
+        " SELECT id, 1 - distance FROM (SELECT id, embedding <=> %b::vector AS distance"
+        ' FROM hits) ranked ORDER BY distance, id COLLATE "C" LIMIT %s'
     )
 
 

@@ -7,15 +7,11 @@ Choices:
 - ``embedding`` is an untyped ``vector`` plus a ``dim`` column, so namespaces embedded
   by different models (384, 768, 1536 dimensions...) share one table; a search only
   compares rows of the query's dimension.
-- HNSW (3): one partial expression index per dimension in use,
-  ``USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE dim = 384`` (HNSW needs a
-  typed dimension; the column has none). Migration 3 makes the one for 384 (MiniLM, the
-  default embedder); the backend makes the others (``hnsw_index_sql``) when a namespace
-  first claims a dimension, and at ``setup`` for dimensions stored before. Searches in a
-  small namespace scan it exactly instead (``postgres.py``): one global index plus a
-  namespace filter is the wrong tool for 100 rows. Migration 7 rebuilds every HNSW index
-  with ``HNSW_PARAMS`` (ef_construction 512: recall@10 0.80 -> 0.99); a database with a
-  large table spends minutes in that migration (100k rows: 2-4 minutes on 2 cores).
+- HNSW (3), replaced by IVFFlat (9): until migration 9 one partial HNSW index per
+  dimension in use covered every namespace's rows (``WHERE dim = 384``), each insert paid
+  its graph insert, and a bulk load could not defer it (one index for all namespaces).
+  Migration 9 drops them; a namespace past ``postgres.PostgresBackend``'s ``exact_limit``
+  gets an index of its own instead (``_postgres_ann``), built after its rows are in.
 - Vectors stay in the row (3): ``STORAGE MAIN`` and ``toast_tuple_target = 8160``. A
   384-d vector is 1,544 bytes and the row passed the 2 KB toast threshold, so 40% of
   vectors lived in the toast table and an exact scan read three buffers a row (measured:
@@ -34,36 +30,25 @@ Choices:
   whole (up to 4 MB) until a vacuum merges it. On 100k rows, after 10k more were written,
   each query word scanned a 196-page list; the planner then preferred a sequential scan
   for common words, and the capped keyword search took 7-13 ms; 3-6 ms with the list
-  merged (2026-11-23, 2 busy cores). A single-row write is no slower: its HNSW insert
-  (10-15 ms at 100k rows) dominates.
+  merged (2026-11-23, 2 busy cores). With the pending list a bulk load went faster, but
+  it already loads past its target without one, and searches right after writes read it.
+- No ``records_ns_dim`` (9): no query plan used it (``EXPLAIN`` of every statement, on one
+  large namespace and on many small ones); every search filters by namespace, and
+  ``records_ns_kind``, ``records_ns_created`` or the primary key serve that as well.
 """
 
 from __future__ import annotations
 
-__all__ = [
-    "HNSW_MAX_DIM",
-    "HNSW_PARAMS",
-    "LOCK_KEY",
-    "MIGRATIONS",
-    "hnsw_index_name",
-    "hnsw_index_sql",
-]
+__all__ = ["HNSW_PARAMS", "LOCK_KEY", "MIGRATIONS"]
 
 # pg_advisory_xact_lock key held while migrating, so concurrent setup() calls take turns.
 LOCK_KEY = 0x6D656D737461636B  # "memstack"
 
-HNSW_MAX_DIM = 2000
-"""pgvector indexes ``vector`` columns of at most 2,000 dimensions; larger ones are scanned."""
-
-
-def hnsw_index_name(dim: int) -> str:
-    return f"records_hnsw_{int(dim)}"
-
-
 HNSW_PARAMS = "m = 16, ef_construction = 512"
-"""The graph of every HNSW index (migration 7). On ``bench recall``'s 100k rows (its first
-100 or 200 real MiniLM queries; the top 10 lie within about 0.01 cosine of each other)
-recall@10 against the exact scan at ef_search 400 / 1000 (2026-11-23, 2 busy cores):
+"""The graph of every HNSW index (migration 7; migration 9 drops them). On ``bench
+recall``'s 100k rows (its first 100 or 200 real MiniLM queries; the top 10 lie within
+about 0.01 cosine of each other) recall@10 against the exact scan at ef_search 400 / 1000
+(2026-11-23, 2 busy cores):
 
     m 16, ef_construction 64 (pgvector's default, before 7)   0.86 / 0.91 (0.80 at 200)
     m 32, ef_construction 64                                   0.91 / 0.93
@@ -84,16 +69,6 @@ ef_construction 1000 (CREATE INDEX after the load, 2026-11-23) stranded the same
 (one scan at ef 1000: 0.981 and 0.985), and m 32 inserted 3-4x slower; a second index scan
 steered away from the first one's hits reaches them (``postgres.AWAY_ROWS``), so the graph
 stays as it is and no migration rebuilds it again."""
-
-
-def hnsw_index_sql(schema: str, dim: int) -> str:
-    """The HNSW index of the rows of one dimension (``HNSW_PARAMS``)."""
-    dim = int(dim)
-    return (
-        f"CREATE INDEX IF NOT EXISTS {hnsw_index_name(dim)} ON {schema}.records"
-        f" USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
-        f" WITH ({HNSW_PARAMS}) WHERE dim = {dim}"
-    )
 
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -174,5 +149,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # list of an existing database is merged now.
         "ALTER INDEX {schema}.records_tsv SET (fastupdate = off)",
         "SELECT gin_clean_pending_list('{schema}.records_tsv'::regclass)",
+    ),
+    (
+        # The shared HNSW indexes and an index no plan used go (see above); a large
+        # namespace gets its own IVFFlat index when next searched or made ready.
+        "DO $$ DECLARE hnsw regclass; BEGIN"
+        " FOR hnsw IN SELECT oid::regclass FROM pg_class"
+        " WHERE relnamespace = '{schema}'::regnamespace AND relkind = 'i'"
+        " AND relname LIKE 'records\\_hnsw\\_%' LOOP"
+        " EXECUTE format('DROP INDEX %s', hnsw);"
+        " END LOOP; END $$",
+        "DROP INDEX IF EXISTS {schema}.records_ns_dim",
     ),
 )

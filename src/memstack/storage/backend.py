@@ -46,6 +46,7 @@ __all__ = [
     "check_expected",
     "expected_ids",
     "gather_apart",
+    "matched_cosines",
     "retention",
     "stamp",
 ]
@@ -354,16 +355,22 @@ def gather_apart(
     ids = candidate_ids(matched, nearest)
     found = backend.get(namespace, ids, now, expired=wanted.include_expired) if ids else []
     records = {r.id: r for r in found}
-    cosines: dict[str, float] = {}
-    if query is not None:
-        vectors = {id: records[id].embedding for id, _ in matched if id in records}
-        embedded = {id: v for id, v in vectors.items() if v is not None}
-        if embedded:
-            matrix = np.stack(builtins.list(embedded.values())).astype(np.float32)
-            norms = np.linalg.norm(matrix, axis=1)
-            dots = np.clip((matrix @ query) / np.where(norms > 0, norms, 1.0), -1.0, 1.0)
-            cosines = dict(zip(embedded, dots.tolist(), strict=True))
+    cosines = {} if query is None else matched_cosines(matched, records, query)
     return Gathered(matched=matched, nearest=nearest, cosines=cosines, records=records)
+
+
+def matched_cosines(
+    matched: Sequence[Ranked], records: dict[str, Record], query: Vector
+) -> dict[str, float]:
+    """The cosine with ``query`` of each keyword match whose record has an embedding."""
+    vectors = {id: records[id].embedding for id, _ in matched if id in records}
+    embedded = {id: v for id, v in vectors.items() if v is not None}
+    if not embedded:
+        return {}
+    matrix = np.stack(builtins.list(embedded.values())).astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1)
+    dots = np.clip((matrix @ query) / np.where(norms > 0, norms, 1.0), -1.0, 1.0)
+    return dict(zip(embedded, dots.tolist(), strict=True))
 
 
 def check_model(namespace: str, info: NamespaceInfo, model_id: str) -> None:

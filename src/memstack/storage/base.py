@@ -322,12 +322,13 @@ class RecordStore:
         return self.backend.namespaces(check.check_text(prefix, "prefix"), self.clock.now())
 
     def ready(self, namespace: NamespaceLike) -> bool:
-        """Whether searches of ``namespace`` run at full speed. A namespace of 50k+
-        memories builds its vector index in the background after it is loaded; until
-        then searches scan exactly (same results, slower). Starts a build when one is
-        due; poll it to wait, e.g. after a bulk load. On PostgreSQL it analyzes the
-        table when a load left the planner's statistics stale (searches then picked
-        slow plans until autovacuum came by)."""
+        """Whether searches of ``namespace`` run at full speed. A large namespace builds
+        its vector index in the background after it is loaded (SQLite: from 50k
+        memories; PostgreSQL: past ``exact_limit``, and again when it has grown or shrunk
+        fourfold); until then searches scan exactly (same results, slower). Starts a
+        build when one is due; poll it to wait, e.g. after a bulk load. On PostgreSQL it
+        also analyzes the table when a load left the planner's statistics stale
+        (searches then picked slow plans until autovacuum came by)."""
         return self.backend.ready(_name(namespace))
 
     def namespace_info(self, namespace: NamespaceLike) -> NamespaceInfo | None:

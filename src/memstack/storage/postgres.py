@@ -12,20 +12,16 @@ naming the extra to install.
   (``_pooled``), so none that died with the server fails a call after it is back.
 - Vectors: cosine with pgvector's ``<=>`` (score = 1 - distance). A namespace of at most
   ``exact_limit`` rows is ranked whole, exactly (a 100-row namespace of a million-row
-  table: a btree walk and 100 distances); past it, the planner is offered the dimension's
-  HNSW index (``_postgres_schema``) with ``hnsw.ef_search`` at least k, growing with the
-  graph's rows (``EF_BY_ROWS``: 300 at 10k, 2.5-3 ms instead of a 10-20 ms exact scan) and
-  ``hnsw.iterative_scan = relaxed_order``, so filters still yield k rows. A graph past
-  ``AWAY_LIMIT`` rows is scanned twice in one statement: for the query, then away from
-  the cluster the first scan found (``AWAY_ROWS``,
-  ``_postgres_query.hnsw_away_vector_sql``). Should the index yield fewer rows than
-  asked, the exact scan runs. The namespace's size is counted (no further than the
-  thresholds) once per ``SIZE_TTL_S`` and after the store's own writes changed
-  it. On ``bench recall``'s 100k rows (2026-11-23): recall@10 against exact 0.992-0.999
-  with both scans at ef_search 400-1000 (0.985-0.996 on 200 other queries); 0.97-0.99
-  with one scan at 1000 (migration 7's graph); 0.80 at 200 with pgvector's default graph
-  before it
-  (``_postgres_schema.HNSW_PARAMS``).
+  table: a btree walk and 100 distances); a larger one through an IVFFlat index of its
+  own, built in the background after its rows are in (``_postgres_ann``), with
+  ``ivfflat.probes`` for its lists and an iterative scan (``relaxed_order``), so filters
+  still yield k rows, its candidates re-ranked exactly. Until its index is built, or
+  should it yield fewer rows than asked, the exact scan runs. The namespace's size is
+  counted (no further than the thresholds) once per ``SIZE_TTL_S`` and after the store's
+  own writes changed it; its index is looked up as often.
+- Writes: a batch is one statement whatever its size (``_postgres_query.upsert_sql``).
+  A small namespace's rows enter no vector index; a large one's enter its IVFFlat lists
+  (one pass over the list centres), so a load never waits for a graph.
 - Keywords: a generated ``tsvector`` (english), queried with the words of the user's
   text OR-ed together (``plainto_tsquery(w1) || plainto_tsquery(w2) ...``, so no input
   is tsquery syntax) and ranked by ``ts_rank_cd`` normalized by document length. Up to
@@ -33,16 +29,15 @@ naming the extra to install.
   brings at most ``WORD_CANDIDATES`` rows (``text_capped_sql``), so a word that matches
   a third of 100k rows no longer has them all ranked (1.8 s -> 20-40 ms). The GIN index
   keeps no pending list (migration 8), which every search would read whole.
-- Server settings: the HNSW index and the table should fit in ``shared_buffers``
-  (pgvector's advice). At 100k rows they are 195 + 260 MB; at the default 128 MB a hybrid
-  recall's p95 was 94-131 ms, at 1 GB 36-39 ms (``tests/servers.py``). With both
-  (2026-11-23, 2 busy cores), ``bench recall``'s 100k recall p95 went from 102 ms (two
-  runs) to 37 and 42 ms, 2.0-2.1x its floor.
+- Server settings: the table and the namespace's index should fit in ``shared_buffers``
+  (pgvector's advice). At 100k rows the table is 260 MB; at the default 128 MB a hybrid
+  recall's p95 was 94-131 ms, at 1 GB 36-39 ms (``tests/servers.py``, 2026-11-23).
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
@@ -51,14 +46,9 @@ from typing import TYPE_CHECKING, Any
 
 from memstack.clock import Clock
 from memstack.errors import ConfigError, StoreUnavailable
+from memstack.storage import _postgres_ann as ann
 from memstack.storage import _postgres_query as q
-from memstack.storage._postgres_schema import (
-    HNSW_MAX_DIM,
-    LOCK_KEY,
-    MIGRATIONS,
-    hnsw_index_name,
-    hnsw_index_sql,
-)
+from memstack.storage._postgres_schema import LOCK_KEY, MIGRATIONS
 from memstack.storage.backend import (
     DAY_S,
     Accept,
@@ -71,10 +61,11 @@ from memstack.storage.backend import (
     Stamp,
     WriteBatch,
     WriteResult,
+    candidate_ids,
     check_claims,
     check_expected,
     expected_ids,
-    gather_apart,
+    matched_cosines,
 )
 from memstack.storage.base import RecordStore
 from memstack.storage.types import Filter, Record, Vector
@@ -93,63 +84,16 @@ _STALE_ROWS, _STALE_SHARE = 50, 0.1
 """Statistics are stale when the planner's row count is off by more than 50 rows plus a
 tenth of the table (autovacuum's own thresholds for analyzing)."""
 SIZE_TTL_S = 30.0
-"""How long a namespace's counted size steers its searches (exact or HNSW, full or capped
-keyword ranking) before it is counted again. Counting reads the rows' pages: 20 ms for the
-10,001 rows of a 100k namespace, a third of its recall. A stale size costs speed only:
-both paths return the same kind of answer (an HNSW search that finds fewer than k rows
-is redone exactly)."""
+"""How long a namespace's counted size and its index's lists steer its searches (exact or
+through the index, full or capped keyword ranking) before they are read again. Counting
+reads the rows' pages: 20 ms for the 10,001 rows of a 100k namespace, a third of its
+recall. A stale size costs speed only: both paths return the same kind of answer (an
+index search that finds fewer than k rows is redone exactly)."""
 _COUNTED = 10_000
 """A namespace's rows are counted at least this far (20 ms at 10k rows, once per
-``SIZE_TTL_S``); past it the HNSW index's ``reltuples`` tells the graph's size."""
-EF_BY_ROWS: tuple[tuple[int, int], ...] = ((5_000, 200), (10_000, 300), (20_000, 400))
-"""(graph rows up to, ``hnsw.ef_search``): the smallest candidate list that kept recall@10
-against the exact scan at 0.99 or more at that size; a bigger graph gets the store's
-``ef_search`` (``EF_CEILING``). Measured 2026-11-23 on 2 shared cores (``bench recall``'s synthetic
-corpus in one namespace, inserted 1,000 rows a statement into the live index as the bench
-does; 200 of its real MiniLM queries / 200 others; ms: p50 of a vector search of 50):
-
-    rows  exact ms  recall@10 at ef (bench / other queries)                    HNSW ms
-    2k       1.5    ef 40: 1.000 / 1.000 (as fast as the exact scan)           1.6
-    5k       6.7    ef 150: 0.9995 / 1.000; 200: 1.000 / 1.000                2.2
-    10k     10.4    ef 80-200: 0.994-1.000 / 0.989; 300: 1.000 / 1.000         2.5-3.1
-    20k     20.6    ef 200: 0.984 / 0.995; 400: 0.994 / 0.999; 600: 1.000      3.6-4.7
-    50k     70-80   ef 400: 0.981 / 0.983; 600: 0.983 / 0.984; 1000: 0.998 / 0.992
-
-At ef 1000 the planner judged a 10k or 20k namespace cheaper to scan whole (11-22 ms;
-at 10k it left the index from ef 600 on, at 5k from 300). Hence ``exact_limit`` 5,000
-(was 10,000): from 5k rows the graph at ``EF_BY_ROWS`` answers 3-7x faster than the
-exact scan; at 2k the two tie. Past 20k nothing short of 1000 kept 0.99 with one scan
-(50k above; 100k: ``_postgres_schema.HNSW_PARAMS``); with the second scan
-600 kept 0.985 or more at 100k (``AWAY_ROWS``; the table was measured with one scan)."""
-AWAY_LIMIT = EF_BY_ROWS[-1][0]
-"""A graph of more rows than this is searched in two scans (``AWAY_ROWS``); up to it one
-scan at ``EF_BY_ROWS``'s ef kept recall@10 at 0.99 or more, so a second scan would only
-add index work (two scans cost 1.6-1.7x one at p50 on the 100k graph; ``bench recall`` at
-10k measured p95 3.72x its floor with both scans, one run, and 2.63 and 2.27 with one,
-against floors that moved from 7.6 to 11-12 ms; 2026-11-23)."""
-EF_CEILING = 600
-"""The default ``ef_search``: the candidate list of a graph past ``EF_BY_ROWS``'s sizes."""
-AWAY_ROWS = 200
-"""Rows the second HNSW scan brings (at least k): the nearest to the query with the first
-scan's top k's mean direction projected out (``_postgres_query.hnsw_away_vector_sql``). On
-``bench recall``'s 100k rows some queries lie between two of its 50 topics ("chess openings
-or a golden retriever puppy"); HNSW's greedy descent landed in the other topic and found
-none of their top 10, even at ef_search 1000 or with an iterative scan reading 5,000 rows
-(20,000 found them, at the exact scan's cost). Recall@10 against exact, 200 bench queries
-/ 200 others, on four graphs of the same rows (m 16 unless said; 2026-11-23):
-
-    graph                              one scan, ef 1000   two scans, ef 400 / 600 / 1000
-    inserted row by row, ef_c 512      0.985 / 0.964       0.995 / 0.985, 0.999 / 0.986,
-                                                           0.999 / 0.987
-    CREATE INDEX after the load, 512   0.975 / 0.974       0.993 / 0.990, 0.997 / 0.991,
-                                                           0.998 / 0.992
-    the same, m 32                     0.981 / 0.984       0.992 / 0.988, -, 0.997 / 0.991
-    the same, ef_construction 1000     0.985 / 0.980       0.998 / 0.995, -, 0.998 / 0.996
-
-(100 second rows at ef 400 on the first graph: 0.992 / 0.982.) Both scans at ef 400 took
-8.5 / 14 ms (p50 / p95) on the first graph, one scan at 1000 7-15 / 16-38 ms (2 busy
-cores). A bigger graph (m 32, ef_construction 1000) left the same queries stranded, and m
-32 inserted 3-4x slower."""
+``SIZE_TTL_S``); past it its index's ``reltuples`` tells its size."""
+POOL = 40
+"""Candidates an index search re-ranks exactly, at least (2k for a larger k)."""
 _SIZES_KEPT = 100_000
 """At most this many namespaces' sizes are kept (about 10 MB)."""
 WORD_CANDIDATES = 100
@@ -183,19 +127,6 @@ that does not answer (rather than refuses) holds a pool worker this long, not ps
 (``REQUEST_TIMEOUT_S``)."""
 
 
-def ef_search_for(rows: int, k: int, ceiling: int = EF_CEILING) -> int:
-    """HNSW's candidate list for ``k`` results from a graph of ``rows`` rows: the one
-    ``EF_BY_ROWS`` measured for that size, ``ceiling`` past its sizes and at most
-    ``ceiling`` below them; never below k (pgvector returns at most ef_search rows per
-    scan), never above pgvector's 1000."""
-    ef = ceiling
-    for most, measured in EF_BY_ROWS:
-        if rows <= most:
-            ef = min(measured, ceiling)
-            break
-    return min(1000, max(k, ef))
-
-
 class PostgresBackend:
     """A backend in PostgreSQL tables under ``schema`` (default ``memstack``).
 
@@ -206,15 +137,8 @@ class PostgresBackend:
     ``timeout``: how long a call waits for a connection before ``StoreUnavailable``
     (``REQUEST_TIMEOUT_S``).
 
-    ``exact_limit``: a vector search over more matching rows than this may use the HNSW
-    index (exact up to it: about 1 µs a row, against 2-5 ms for an index search of a
-    graph up to 20k rows and 10-25 ms at 100k; ``EF_BY_ROWS``).
-    ``ef_search``: HNSW's candidate list past ``EF_BY_ROWS``'s sizes and the most any
-    graph gets (``ef_search_for``), raised to k when k is larger (at most pgvector's
-    maximum, 1000); ``EF_CEILING`` by default, with which the two scans of ``bench
-    recall``'s 100k rows keep recall@10 0.99 (``AWAY_ROWS``).
-    ``away_limit``: a graph of more rows than this is searched in two scans, the second
-    away from the cluster the first one found (``AWAY_LIMIT``, ``AWAY_ROWS``).
+    ``exact_limit``: a namespace of more rows than this gets an IVFFlat index of its own
+    (``_postgres_ann``), through which its vector searches go once it is built.
     ``keyword_exact_limit``: a keyword search over a namespace of more rows than this
     ranks at most ``WORD_CANDIDATES`` rows per word.
     """
@@ -228,8 +152,6 @@ class PostgresBackend:
         max_size: int = 8,
         timeout: float = REQUEST_TIMEOUT_S,
         exact_limit: int = 5_000,
-        ef_search: int = EF_CEILING,
-        away_limit: int = AWAY_LIMIT,
         keyword_exact_limit: int = 2_000,
     ) -> None:
         _import_psycopg()
@@ -237,16 +159,14 @@ class PostgresBackend:
 
         self._schema = q.quote_schema(schema)
         self._exact_limit = _non_negative(exact_limit, "exact_limit")
-        self._ef_search = min(1000, max(1, _non_negative(ef_search, "ef_search")))
-        self._away_limit = _non_negative(away_limit, "away_limit")
         self._keyword_exact_limit = _non_negative(keyword_exact_limit, "keyword_exact_limit")
         self._size_limit = max(self._exact_limit, self._keyword_exact_limit, _COUNTED) + 1
         self._vector_type: TypeInfo | None = None
-        self._indexed_dims: set[int] = set()
         self._sizes: dict[str, tuple[int, float]] = {}
         """Namespace -> (rows counted up to ``_size_limit``, monotonic time counted)."""
-        self._graphs: dict[int, tuple[int, float]] = {}
-        """Dimension -> (its HNSW index's ``reltuples``, monotonic time read)."""
+        self._indexes: dict[str, tuple[ann.Found | None, float]] = {}
+        """Namespace -> (its valid index, monotonic time looked up)."""
+        self._builds = ann.Builds(self._reconcile)
         self._owns_pool = isinstance(conninfo_or_pool, str)
         if isinstance(conninfo_or_pool, str):
             self._pool: ConnectionPool[Any] = ConnectionPool(
@@ -300,11 +220,9 @@ class PostgresBackend:
                     f"INSERT INTO {self._schema}.schema_migrations VALUES (%s, %s)",
                     (version, now),
                 )
-            dims = conn.execute(f"SELECT DISTINCT dim FROM {self._schema}.namespace_info")
-            for (dim,) in dims.fetchall():
-                self._index_dim(conn, int(dim))
 
     def close(self) -> None:
+        self._builds.close()
         with self._open_lock:
             self._closed = True
             if self._owns_pool:
@@ -329,7 +247,6 @@ class PostgresBackend:
             check_expected(batch.expect, self._stamps(conn, batch))
             stored = {ns: self._info(conn, ns) for ns in batch.claims}
             for namespace, info in check_claims(batch.claims, stored).items():
-                self._index_dim(conn, info.dim)
                 conn.execute(
                     f"INSERT INTO {self._schema}.namespace_info (namespace, dim, model_id)"
                     " VALUES (%s, %s, %s) ON CONFLICT (namespace) DO UPDATE"
@@ -337,10 +254,7 @@ class PostgresBackend:
                     (namespace, info.dim, info.model_id),
                 )
             if rows:
-                with conn.cursor() as cursor:
-                    cursor.executemany(
-                        q.upsert_sql(self._schema), [q.record_params(r) for r in rows]
-                    )
+                conn.execute(q.upsert_sql(self._schema), q.upsert_params(rows))
             deleted = sum(self._delete(conn, ns, ids) for ns, ids in batch.deletes)
             evicted = {cap.namespace: self._evict(conn, cap, batch.now) for cap in batch.caps}
             shrunk = {ns for ns, _ in batch.deletes} | set(evicted)
@@ -362,19 +276,6 @@ class PostgresBackend:
             ).fetchall()
             out.update({(namespace, str(r[0])): (r[1], r[2], r[3]) for r in rows})
         return out
-
-    def _index_dim(self, conn: psycopg.Connection[Any], dim: int) -> None:
-        """Make the HNSW index of ``dim`` if there is none: once per dimension, when a
-        namespace first claims it. (Building scans the table under a SHARE lock, so
-        writers wait for this transaction; rows of a new dimension are few.)"""
-        if dim in self._indexed_dims or dim > HNSW_MAX_DIM:
-            return
-        name = f"{self._schema}.{hnsw_index_name(dim)}"
-        found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
-        if not (found and found[0]):
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
-            conn.execute(hnsw_index_sql(self._schema, dim))
-        self._indexed_dims.add(dim)
 
     def _delete(self, conn: psycopg.Connection[Any], namespace: str, ids: Sequence[str]) -> int:
         return conn.execute(
@@ -460,7 +361,10 @@ class PostgresBackend:
             conn.execute(
                 f"DELETE FROM {self._schema}.namespace_info WHERE namespace = %s", (namespace,)
             )
+            indexed = ann.found_indexes(conn, self._schema, namespace)
         self._resized((), {namespace})
+        if indexed:  # dropped now (no rows are left), after the commit: CONCURRENTLY
+            self._reconcile(namespace, indexed[0].dim, threading.Event())
         return removed
 
     def rename_namespace(self, old: str, new: str) -> int:
@@ -473,7 +377,10 @@ class PostgresBackend:
                 f"UPDATE {self._schema}.namespace_info SET namespace = %s WHERE namespace = %s",
                 (new, old),
             )
+            indexed = ann.found_indexes(conn, self._schema, old)
         self._resized((), {old, new})
+        if indexed:  # an index names its namespace: the old one's go, the new one's is built
+            self._reconcile(old, indexed[0].dim, threading.Event())
         return moved
 
     def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
@@ -499,12 +406,25 @@ class PostgresBackend:
     def get(
         self, namespace: str, ids: Sequence[str], now: float, *, expired: bool = False
     ) -> builtins.list[Record]:
+        with self._connection() as conn:
+            return self._get(conn, namespace, ids, now, expired=expired)
+
+    def _get(
+        self,
+        conn: psycopg.Connection[Any],
+        namespace: str,
+        ids: Sequence[str],
+        now: float,
+        *,
+        expired: bool = False,
+    ) -> builtins.list[Record]:
         wanted = Filter(ids=tuple(ids), include_expired=expired, include_superseded=True)
-        return self._select(namespace, wanted, now)
+        return self._select(conn, namespace, wanted, now)
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
         tail = f"ORDER BY {q.ORDER_BY[page.order]} LIMIT %s OFFSET %s"
-        return self._select(namespace, wanted, now, tail, [page.limit, page.offset])
+        with self._connection() as conn:
+            return self._select(conn, namespace, wanted, now, tail, [page.limit, page.offset])
 
     def gather(
         self,
@@ -516,8 +436,23 @@ class PostgresBackend:
         now: float,
         accept: Accept,
     ) -> Gathered:
-        # Three round trips, as before there was a gather; one statement could do it.
-        return gather_apart(self, namespace, words, query, k, wanted, now, accept)
+        """One connection and transaction for the keyword and vector searches and the
+        records' fetch (a snapshot, and no ping and commit between them)."""
+        with self._connection() as conn:
+            matched = self._text_search(conn, namespace, words, k, wanted, now) if words else []
+            nearest: builtins.list[Ranked] = []
+            if query is not None:
+                info = self._info(conn, namespace)
+                if info is not None:
+                    accept(info)
+                    nearest = self._vector_search(conn, namespace, query, k, wanted, now)
+            ids = candidate_ids(matched, nearest)
+            found = (
+                self._get(conn, namespace, ids, now, expired=wanted.include_expired) if ids else []
+            )
+        records = {r.id: r for r in found}
+        cosines = {} if query is None else matched_cosines(matched, records, query)
+        return Gathered(matched=matched, nearest=nearest, cosines=cosines, records=records)
 
     def count(self, namespace: str, wanted: Filter, now: float) -> int:
         clause, params = q.where(namespace, wanted, now)
@@ -530,61 +465,121 @@ class PostgresBackend:
     def vector_search(
         self, namespace: str, query: Vector, k: int, wanted: Filter, now: float
     ) -> builtins.list[Ranked]:
+        with self._connection() as conn:
+            return self._vector_search(conn, namespace, query, k, wanted, now)
+
+    def _vector_search(
+        self,
+        conn: psycopg.Connection[Any],
+        namespace: str,
+        query: Vector,
+        k: int,
+        wanted: Filter,
+        now: float,
+    ) -> builtins.list[Ranked]:
         clause, params = q.where(namespace, wanted, now)
         dim = int(query.shape[0])
-        with self._connection() as conn:
-            graph = self._hnsw_graph(conn, namespace, dim, k)
-            if graph is not None:
-                if graph <= self._away_limit:
-                    sql, args = q.hnsw_vector_sql(self._schema, clause, dim), [query, *params, k]
-                else:
-                    sql = q.hnsw_away_vector_sql(self._schema, clause, dim)
-                    args = [query, *params, k, query, query, *params, max(k, AWAY_ROWS), k]
-                # Planned for this namespace, never a generic plan.
-                hits = conn.execute(sql, args, prepare=False).fetchall()
-                if len(hits) == k:
-                    return _ranked(hits)
-            hits = conn.execute(
-                q.exact_vector_sql(self._schema, clause), [query, *params, dim, k], prepare=False
-            ).fetchall()
+        index = self._index(conn, namespace, dim)
+        if index is not None:
+            conn.execute(
+                "SELECT set_config('ivfflat.probes', %s, true),"
+                " set_config('ivfflat.iterative_scan', 'relaxed_order', true)",
+                (str(ann.probes_for(index.lists)),),
+            )
+            sql = q.ann_vector_sql(self._schema, clause, dim, max(POOL, 2 * k))
+            # Planned for this namespace (its partial index), never a generic plan.
+            hits = conn.execute(sql, [*params, query, query, k], prepare=False).fetchall()
+            if len(hits) == k:
+                return _ranked(hits)
+        hits = conn.execute(
+            q.exact_vector_sql(self._schema, clause), [query, *params, dim, k], prepare=False
+        ).fetchall()
         return _ranked(hits)
 
-    def _hnsw_graph(
-        self, conn: psycopg.Connection[Any], namespace: str, dim: int, k: int
-    ) -> int | None:
-        """The rows of the graph to search when the namespace has more than
-        ``exact_limit`` rows and ``dim`` an HNSW index (the namespace's rows or the
-        index's ``reltuples``, the planner's, whichever is more), else None; the
-        transaction's HNSW settings are then made for ``k`` results from it."""
+    def _index(self, conn: psycopg.Connection[Any], namespace: str, dim: int) -> ann.Found | None:
+        """The namespace's valid index when it has more than ``exact_limit`` rows, else
+        None; when it has none, or one that no longer fits its rows (``ann.due``), a
+        build is asked for (``_reconcile``, in the background). Looked up once per
+        ``SIZE_TTL_S``."""
         size = self._size(conn, namespace)
-        if dim > HNSW_MAX_DIM or size <= self._exact_limit:
+        if dim > ann.MAX_DIM or size <= self._exact_limit:
             return None
-        graph = self._graph_rows(conn, dim)
-        if graph is None:
-            return None
-        rows = max(size, graph)
-        conn.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true),"
-            " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-            (str(ef_search_for(rows, k, self._ef_search)),),
-        )
-        return rows
-
-    def _graph_rows(self, conn: psycopg.Connection[Any], dim: int) -> int | None:
-        """The rows of ``dim``'s HNSW index as the planner last counted them (``reltuples``,
-        -1 before any ANALYZE), None without an index; reused for ``SIZE_TTL_S`` like a
-        namespace's size, so a search makes no extra round trip for it."""
-        known = self._graphs.get(dim)
+        known = self._indexes.get(namespace)
         if known is not None and time.monotonic() - known[1] < SIZE_TTL_S:
-            return known[0]
-        row = conn.execute(
-            "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)",
-            (f"{self._schema}.{hnsw_index_name(dim)}",),
-        ).fetchone()
-        if row is None or row[0] is None:
-            return None  # not cached: the index may be made at any moment
-        self._graphs[dim] = (int(row[0]), time.monotonic())
-        return int(row[0])
+            index = known[0]
+        else:
+            found = [f for f in ann.found_indexes(conn, self._schema, namespace) if f.valid]
+            index = max((f for f in found if f.dim == dim), key=lambda f: f.lists, default=None)
+            if len(self._indexes) >= _SIZES_KEPT:
+                self._indexes.clear()
+            self._indexes[namespace] = (index, time.monotonic())
+        if index is None or ann.due(index.lists, max(size, index.rows)):
+            self._builds.want(namespace, dim)
+        return index
+
+    def _reconcile(self, namespace: str, dim: int, stopped: threading.Event) -> None:
+        """Give the namespace the index its rows call for, on a connection of its own
+        outside any transaction (``CONCURRENTLY``): build one when it has more than
+        ``exact_limit`` rows of ``dim`` and no valid index that fits them, then drop every
+        other index of it. Only one process at a time: the others skip it."""
+        table = f"{self._schema}.records"
+        key = (f"{self._schema}.{namespace}", ann.BUILD_KEY)
+        with self._maintenance() as conn:
+            row = conn.execute(
+                "SELECT pg_try_advisory_lock(hashtextextended(%s, %s))", key
+            ).fetchone()
+            if not (row and row[0]):
+                return
+            try:
+                counted = conn.execute(
+                    f"SELECT count(*) FROM {table} WHERE namespace = %s AND dim = %s",
+                    (namespace, dim),
+                ).fetchone()
+                rows = 0 if counted is None else int(counted[0])
+                found = ann.found_indexes(conn, self._schema, namespace)
+                keep = None
+                if rows > self._exact_limit and dim <= ann.MAX_DIM:
+                    fits = [f for f in found if f.valid and f.dim == dim]
+                    keep = next((f.name for f in fits if not ann.due(f.lists, rows)), None)
+                    if keep is None and not stopped.is_set():
+                        keep = self._build(conn, namespace, dim, ann.lists_for(rows))
+                for index in found:
+                    if index.name != keep and not stopped.is_set():
+                        drop = f"DROP INDEX CONCURRENTLY IF EXISTS {self._schema}.{index.name}"
+                        conn.execute(drop)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, %s))", key)
+        self._indexes.pop(namespace, None)
+
+    def _build(self, conn: psycopg.Connection[Any], namespace: str, dim: int, lists: int) -> str:
+        """Build the namespace's index of ``lists`` lists (dropping first one of that name
+        a stopped build left invalid); its name."""
+        name = ann.index_name(namespace, dim, lists)
+        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {self._schema}.{name}")
+        memory = ann.build_memory_mb(lists, dim)
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (f"{memory}MB",))
+        try:
+            conn.execute(ann.create_sql(self._schema, namespace, dim, lists))
+        finally:
+            conn.execute("RESET maintenance_work_mem")
+        return name
+
+    @contextmanager
+    def _maintenance(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection in autocommit mode (``CREATE INDEX CONCURRENTLY`` runs
+        outside transactions), which ``close`` can cancel."""
+        self._open()
+        with self._translated(self._pool.timeout):
+            conn = self._pool.getconn(self._pool.timeout)
+            try:
+                conn.autocommit = True
+                self._builds.cancel = conn.cancel_safe
+                yield conn
+            finally:
+                self._builds.cancel = None
+                with contextlib.suppress(Exception):  # a broken one: the pool replaces it
+                    conn.autocommit = False
+                self._pool.putconn(conn)
 
     def _size(self, conn: psycopg.Connection[Any], namespace: str) -> int:
         """The namespace's rows, counted no further than ``_size_limit`` (past the exact,
@@ -612,24 +607,45 @@ class PostgresBackend:
     def nearest(
         self, namespace: str, queries: Matrix, now: float
     ) -> builtins.list[tuple[str, float] | None]:
+        """One statement for the batch when the namespace is ranked exactly (a lateral
+        join: each row's nearest, in the order asked); through the index one by one."""
         out: builtins.list[Ranked | None] = []
-        for query in queries:
-            hits = self.vector_search(namespace, query, 1, Filter(), now)
-            out.append(hits[0] if hits else None)
+        with self._connection() as conn:
+            dim = int(queries.shape[1])
+            if self._index(conn, namespace, dim) is None:
+                clause, params = q.where(namespace, Filter(), now)
+                rows = conn.execute(
+                    q.nearest_sql(self._schema, clause), [builtins.list(queries), *params, dim]
+                ).fetchall()
+                return [None if id is None else _ranked([(id, score)])[0] for id, score in rows]
+            for query in queries:
+                hits = self._vector_search(conn, namespace, query, 1, Filter(), now)
+                out.append(hits[0] if hits else None)
         return out
 
     def text_search(
         self, namespace: str, words: Sequence[str], k: int, wanted: Filter, now: float
     ) -> builtins.list[Ranked]:
-        clause, params = q.where(namespace, wanted, now)
         with self._connection() as conn:
-            if self._size(conn, namespace) <= self._keyword_exact_limit:
-                sql, word_params = q.text_sql(self._schema, clause, words)
-                values = [*word_params, *params, k]
-            else:
-                sql = q.text_capped_sql(self._schema, clause, words, WORD_CANDIDATES)
-                values = [*words, *(v for w in words for v in (w, *params)), k]
-            rows = conn.execute(sql, values, prepare=False).fetchall()
+            return self._text_search(conn, namespace, words, k, wanted, now)
+
+    def _text_search(
+        self,
+        conn: psycopg.Connection[Any],
+        namespace: str,
+        words: Sequence[str],
+        k: int,
+        wanted: Filter,
+        now: float,
+    ) -> builtins.list[Ranked]:
+        clause, params = q.where(namespace, wanted, now)
+        if self._size(conn, namespace) <= self._keyword_exact_limit:
+            sql, word_params = q.text_sql(self._schema, clause, words)
+            values = [*word_params, *params, k]
+        else:
+            sql = q.text_capped_sql(self._schema, clause, words, WORD_CANDIDATES)
+            values = [*words, *(v for w in words for v in (w, *params)), k]
+        rows = conn.execute(sql, values, prepare=False).fetchall()
         return [(str(row[0]), float(row[1])) for row in rows]
 
     def namespaces(self, prefix: str, now: float) -> builtins.list[str]:
@@ -643,18 +659,26 @@ class PostgresBackend:
         return [row[0] for row in rows]
 
     def ready(self, namespace: str) -> bool:
-        """Whether the planner's statistics of the records table are fresh, made so.
+        """Whether the namespace's searches run at full speed: the planner's statistics
+        of the records table are fresh, and a namespace of more than ``exact_limit`` rows
+        has a valid index that fits them. Makes them so: runs ``ANALYZE`` when stale, and
+        asks for the index's build (in the background) when due; poll it to wait.
 
-        The server keeps the indexes built, but after a bulk load its statistics lag
-        until autovacuum analyzes the table (it looks once a minute). Until then the
-        planner may take a namespace for 200 rows: a keyword search at 10k rows filtered
-        the whole namespace through ``records_ns_kind`` instead of reading the GIN index
-        (27 ms; 9 ms once analyzed). When the planner's row count (``reltuples``) is
-        off by more than a tenth of the table, this runs ``ANALYZE`` (a sample of at
-        most 30k rows). Counting reads the table, so call it after loads, not per
-        search."""
+        After a bulk load the statistics lag until autovacuum analyzes the table (it looks
+        once a minute). Until then the planner may take a namespace for 200 rows: a
+        keyword search at 10k rows filtered the whole namespace through
+        ``records_ns_kind`` instead of reading the GIN index (27 ms; 9 ms once analyzed).
+        Stale means the planner's row count (``reltuples``) is off by more than a tenth
+        of the table (``ANALYZE`` reads a sample of at most 30k rows). Counting reads the
+        table and the namespace, so call it after loads, not per search. A build that
+        failed raises here."""
+        failure = self._builds.failures.pop(namespace, None)
+        if failure is not None:
+            raise StoreUnavailable(f"building the index of {namespace!r} failed: {failure[0]}")
+        if self._builds.busy(namespace):
+            return False
         table = f"{self._schema}.records"
-        with self._connection(vectors=False) as conn:
+        with self._connection() as conn:
             row = conn.execute(
                 f"SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)),"
                 f" (SELECT count(*) FROM {table})",
@@ -662,7 +686,22 @@ class PostgresBackend:
             ).fetchone()
             if row is not None and _stale(float(row[0]), int(row[1])):
                 conn.execute(f"ANALYZE {table}")
-        return True
+            info = self._info(conn, namespace)
+            if info is None or info.dim > ann.MAX_DIM:
+                return True
+            counted = conn.execute(
+                f"SELECT count(*) FROM {table} WHERE namespace = %s AND dim = %s",
+                (namespace, info.dim),
+            ).fetchone()
+            rows = 0 if counted is None else int(counted[0])
+            if rows <= self._exact_limit:
+                return True
+            found = ann.found_indexes(conn, self._schema, namespace)
+        if any(f.valid and f.dim == info.dim and not ann.due(f.lists, rows) for f in found):
+            return True
+        self._indexes.pop(namespace, None)
+        self._builds.want(namespace, info.dim, retry=True)
+        return False
 
     def namespace_info(self, namespace: str) -> NamespaceInfo | None:
         with self._connection() as conn:
@@ -677,6 +716,7 @@ class PostgresBackend:
 
     def _select(
         self,
+        conn: psycopg.Connection[Any],
         namespace: str,
         wanted: Filter,
         now: float,
@@ -685,8 +725,7 @@ class PostgresBackend:
     ) -> builtins.list[Record]:
         clause, params = q.where(namespace, wanted, now)
         sql = f"SELECT {q.columns()} FROM {self._schema}.records r WHERE {clause} {tail}"
-        with self._connection() as conn:
-            rows = conn.execute(sql, [*params, *tail_params], binary=True).fetchall()
+        rows = conn.execute(sql, [*params, *tail_params], binary=True).fetchall()
         return [q.record_from_row(row) for row in rows]
 
     def _rowcount(self, sql: str, params: Sequence[Any]) -> int:
@@ -701,16 +740,21 @@ class PostgresBackend:
         ``vectors``, pgvector's binary adapter is registered on it. ``StoreUnavailable``
         when none answers within ``timeout`` (the pool's, ``REQUEST_TIMEOUT_S``, by
         default) or the server goes away during the block."""
+        self._open()
+        wait = self._pool.timeout if timeout is None else timeout
+        with self._translated(wait), self._pooled(wait) as conn:
+            if vectors:
+                self._register_vector(conn)
+            yield conn
+
+    @contextmanager
+    def _translated(self, wait: float) -> Iterator[None]:
+        """psycopg's errors of a missing schema or an unreachable server as ours."""
         import psycopg
         import psycopg_pool
 
-        self._open()
-        wait = self._pool.timeout if timeout is None else timeout
         try:
-            with self._pooled(wait) as conn:
-                if vectors:
-                    self._register_vector(conn)
-                yield conn
+            yield
         except psycopg.errors.UndefinedTable as exc:
             raise ConfigError(
                 f"the tables of schema {self._schema} are missing; call store.setup() first."
@@ -798,8 +842,6 @@ class PostgresRecordStore(RecordStore):
         max_size: int = 8,
         timeout: float = REQUEST_TIMEOUT_S,
         exact_limit: int = 5_000,
-        ef_search: int = EF_CEILING,
-        away_limit: int = AWAY_LIMIT,
         keyword_exact_limit: int = 2_000,
     ) -> None:
         backend = PostgresBackend(
@@ -809,8 +851,6 @@ class PostgresRecordStore(RecordStore):
             max_size=max_size,
             timeout=timeout,
             exact_limit=exact_limit,
-            ef_search=ef_search,
-            away_limit=away_limit,
             keyword_exact_limit=keyword_exact_limit,
         )
         super().__init__(backend, clock=clock)
