@@ -17,6 +17,7 @@ from memstack.clock import ManualClock
 from memstack.service.api_keys import ApiKeys
 from memstack.storage import InMemoryRecordStore, SQLiteRecordStore
 from tests.bank.conftest import BankFactory
+from tests.threads import in_threads
 
 # -- the spec's API ------------------------------------------------------------------
 
@@ -154,27 +155,18 @@ def test_the_size_cap_applies_after_line_truncation(make_bank: BankFactory):
 def test_many_threads_lose_nothing_and_never_tear_a_value(bank: MemoryBank):
     threads, rounds = 8, 40
     shared_values = {f"{t}:{i}:" + str(t) * 2_000 for t in range(threads) for i in range(rounds)}
-    errors: list[BaseException] = []
     start = threading.Barrier(threads)
 
     def work(t: int) -> None:
-        try:
-            start.wait()
-            for i in range(rounds):
-                bank.write(f"own-{t}", f"{t}:{i}")
-                bank.write("shared", f"{t}:{i}:" + str(t) * 2_000)
-                assert bank.read(f"own-{t}") == f"{t}:{i}"
-                assert bank.read("shared") in shared_values
-                bank.entries()
-        except BaseException as exc:  # reported below, in the test's thread
-            errors.append(exc)
+        start.wait()
+        for i in range(rounds):
+            bank.write(f"own-{t}", f"{t}:{i}")
+            bank.write("shared", f"{t}:{i}:" + str(t) * 2_000)
+            assert bank.read(f"own-{t}") == f"{t}:{i}"
+            assert bank.read("shared") in shared_values
+            bank.entries()
 
-    workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    assert errors == []
+    assert in_threads(work, threads) == []
     entries = bank.entries()
     assert {k: v for k, v in entries.items() if k != "shared"} == {
         f"own-{t}": f"{t}:{rounds - 1}" for t in range(threads)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +14,7 @@ from memstack.errors import InvalidInput, NotFound
 from memstack.storage import Filter, Record, RecordStore, ScoredRecord, get_one
 from memstack.storage._text import query_words
 from tests.storage.records import T0, ids, key, rec, snapshot
+from tests.threads import in_threads
 
 # --- writes and reads -------------------------------------------------------------
 
@@ -650,33 +650,24 @@ def test_bad_input_names_the_field_and_changes_nothing(
 
 def test_concurrent_upserts_lose_nothing(store: RecordStore) -> None:
     threads, batches, size = 6, 8, 5
-    errors: list[BaseException] = []
 
     def work(t: int) -> None:
-        try:
-            for b in range(batches):
-                store.upsert(
-                    [
-                        rec(
-                            f"t{t}-b{b}-{i}",
-                            text=f"word{t} common",
-                            embedding=[t + 1, b + 1, i + 1],
-                        )
-                        for i in range(size)
-                    ]
-                )
-                store.vector_search("ns", [1, 1, 1], k=3)
-                store.text_search("ns", "common", k=3)
-                store.count("ns")
-        except BaseException as exc:  # reported below, on the main thread
-            errors.append(exc)
+        for b in range(batches):
+            store.upsert(
+                [
+                    rec(
+                        f"t{t}-b{b}-{i}",
+                        text=f"word{t} common",
+                        embedding=[t + 1, b + 1, i + 1],
+                    )
+                    for i in range(size)
+                ]
+            )
+            store.vector_search("ns", [1, 1, 1], k=3)
+            store.text_search("ns", "common", k=3)
+            store.count("ns")
 
-    workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    assert errors == []
+    assert in_threads(work, threads) == []
     assert store.count("ns") == threads * batches * size
     expected = [
         f"t{t}-b{b}-{i}" for t in range(threads) for b in range(batches) for i in range(size)

@@ -16,6 +16,7 @@ from memstack.clock import ManualClock
 from memstack.errors import InvalidInput, StoreUnavailable, WriteConflict
 from memstack.storage import Cap, Expect, Filter, Record, RecordStore
 from tests.storage.records import T0, rec, snapshot
+from tests.threads import in_threads
 
 EVERYTHING = Filter(include_expired=True, include_superseded=True)
 
@@ -180,21 +181,12 @@ def test_a_closed_record_can_be_expected_as_read(store: RecordStore) -> None:
 def test_a_cap_holds_with_writers_in_several_threads(store: RecordStore) -> None:
     """Each write counts and evicts in its transaction, after the writes before it."""
     threads, writes, keep = 6, 10, 5
-    errors: list[BaseException] = []
 
     def work(t: int) -> None:
-        try:
-            for i in range(writes):
-                record = rec(f"t{t}-{i}", created_at=T0 + i)
-                store.write(upserts=[record], caps=[Cap(namespace="ns", keep=keep, close=True)])
-        except BaseException as exc:  # reported below, on the main thread
-            errors.append(exc)
+        for i in range(writes):
+            record = rec(f"t{t}-{i}", created_at=T0 + i)
+            store.write(upserts=[record], caps=[Cap(namespace="ns", keep=keep, close=True)])
 
-    workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    assert errors == []
+    assert in_threads(work, threads) == []
     assert store.count("ns") == keep
     assert store.count("ns", EVERYTHING) == threads * writes
