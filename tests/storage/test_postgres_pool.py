@@ -20,6 +20,7 @@ from memstack.storage.postgres import (
     PostgresBackend,
     PostgresRecordStore,
 )
+from memstack.storage.wait_budget import budget_for_waits
 from tests.servers import free_port
 
 DEADLINE_S = 5.0  # a bound that holds on a slow machine; the store's own is printed
@@ -71,3 +72,20 @@ def test_connections_give_up_connecting_unless_the_url_says_otherwise(
         assert backend._pool.kwargs == expected
     finally:
         backend.close()
+
+
+def test_a_request_waits_for_connections_once_however_many_calls_it_makes(
+    nowhere: PostgresRecordStore,
+) -> None:
+    """Within one request's wait budget (``StoreWaitBudget`` gives every HTTP request
+    one), the first call takes all of it and every later call fails at once, so a
+    request of several calls still answers within the budget."""
+    with budget_for_waits(0.3):
+        with pytest.raises(StoreUnavailable, match=r"no connection within 0\.3 s"):
+            nowhere.count(Namespace("mem", "a"))
+        for _ in range(3):
+            with pytest.raises(StoreUnavailable, match="already waited as long as it may"):
+                nowhere.get(Namespace("mem", "a"), ["x"])
+    # Outside a budget each call has its own wait again.
+    with pytest.raises(StoreUnavailable, match=f"no connection within {REQUEST_TIMEOUT_S:g} s"):
+        nowhere.count(Namespace("mem", "a"))

@@ -22,6 +22,7 @@ from memstack.server.hot_routes import HotRoutes
 from memstack.server.routes import api_routes, health_route
 from memstack.server.services import Services, services_from_settings
 from memstack.server.settings import ServerSettings
+from memstack.server.store_wait import StoreWaitBudget
 
 __all__ = ["REQUEST_THREADS", "create_app", "create_app_from_env"]
 
@@ -89,6 +90,7 @@ def create_app(
     if hot_routes:
         app.add_middleware(HotRoutes, services=services)  # inside BodyLimit: added first
     app.add_middleware(RouteBodyLimits, max_bytes=max_body_bytes)
+    app.add_middleware(StoreWaitBudget)  # outermost: one budget for the whole request
     return app
 
 

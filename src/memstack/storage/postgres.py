@@ -48,6 +48,7 @@ from memstack.clock import Clock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import _postgres_ann as ann
 from memstack.storage import _postgres_query as q
+from memstack.storage import wait_budget
 from memstack.storage._postgres_schema import LOCK_KEY, MIGRATIONS
 from memstack.storage.backend import (
     DAY_S,
@@ -422,9 +423,11 @@ class PostgresBackend:
         return self._select(conn, namespace, wanted, now)
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
-        tail = f"ORDER BY {q.ORDER_BY[page.order]} LIMIT %s OFFSET %s"
+        after, params = q.keyset(page.order, page.after)
+        tail = f"{after} ORDER BY {q.ORDER_BY[page.order]} LIMIT %s OFFSET %s"
         with self._connection() as conn:
-            return self._select(conn, namespace, wanted, now, tail, [page.limit, page.offset])
+            params += [page.limit, page.offset]
+            return self._select(conn, namespace, wanted, now, tail, params)
 
     def gather(
         self,
@@ -741,7 +744,7 @@ class PostgresBackend:
         when none answers within ``timeout`` (the pool's, ``REQUEST_TIMEOUT_S``, by
         default) or the server goes away during the block."""
         self._open()
-        wait = self._pool.timeout if timeout is None else timeout
+        wait = wait_budget.allowance(self._pool.timeout if timeout is None else timeout)
         with self._translated(wait), self._pooled(wait) as conn:
             if vectors:
                 self._register_vector(conn)
@@ -782,20 +785,29 @@ class PostgresBackend:
         after the server came back failed on it. One that fails the ping is handed
         back (the pool replaces it), every idle one is checked too (``pool.check()``:
         after a restart they are all dead), and the next is taken, all within
-        ``timeout``. (The pool's own ``check=`` callback sleeps a second after each
-        failed check: a call that met two dead connections timed out after the
-        restart.)"""
+        ``timeout`` and what is left of the request's ``wait_budget``. (The pool's own
+        ``check=`` callback sleeps a second after each failed check: a call that met
+        two dead connections timed out after the restart.)"""
         from psycopg_pool import PoolTimeout
 
-        deadline = time.monotonic() + timeout
-        conn = self._pool.getconn(timeout)
-        while not _answers(conn):
-            self._pool.putconn(conn)
-            self._pool.check()
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise PoolTimeout(f"no connection answered within {timeout:g} s")
-            conn = self._pool.getconn(left)
+        started = time.monotonic()
+        deadline = started + timeout
+        try:
+            if timeout <= 0:
+                raise StoreUnavailable(
+                    "PostgreSQL is unavailable: this request has already waited as "
+                    "long as it may for a connection"
+                )
+            conn = self._pool.getconn(timeout)
+            while not _answers(conn):
+                self._pool.putconn(conn)
+                self._pool.check()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise PoolTimeout(f"no connection answered within {timeout:g} s")
+                conn = self._pool.getconn(left)
+        finally:
+            wait_budget.spend(time.monotonic() - started)
         try:
             with conn:
                 yield conn
