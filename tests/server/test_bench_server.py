@@ -2,7 +2,9 @@ import asyncio
 import json
 from pathlib import Path
 
+import psycopg
 import pytest
+import redis
 from click.testing import CliRunner
 
 from memstack.cli import main
@@ -91,6 +93,69 @@ def test_bench_server_spawns_a_throwaway_server_and_measures_its_cpu(tmp_path: P
     assert not Path(spawned["db"]).parent.exists()
 
 
+def _rows(postgres_url: str) -> dict[str, set[tuple[str, ...]]]:
+    """Every row of the memstack schema's records and namespace info (none before it exists)."""
+    with psycopg.connect(postgres_url) as conn:
+        if conn.execute("SELECT to_regclass('memstack.records')").fetchone() == (None,):
+            return {"records": set(), "namespace_info": set()}
+        records = conn.execute("SELECT namespace, id FROM memstack.records").fetchall()
+        info = conn.execute("SELECT namespace, dim::text FROM memstack.namespace_info").fetchall()
+    return {"records": set(records), "namespace_info": set(info)}
+
+
+def _redis_keys(redis_url: str) -> set[bytes]:
+    with redis.Redis.from_url(redis_url) as client:
+        return set(client.keys("*"))
+
+
+def test_bench_server_compares_worker_counts_on_postgres_and_redis_and_leaves_nothing(
+    postgres_url: str, redis_url: str, tmp_path: Path
+):
+    out = tmp_path / "workers.json"
+    rows_before = _rows(postgres_url)
+    redis_before = _redis_keys(redis_url)
+    result = CliRunner().invoke(
+        main,
+        _bench(
+            *("--postgres-url", postgres_url, "--redis-url", redis_url, "--workers", "1,2"),
+            *("--clients", "4", "--duration", "3", "--max-requests", "60", "--out", str(out)),
+        ),
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["store"] == "postgres" and report["short_term"] == "redis"
+    runs = report["runs"]
+    assert report["workers"] == [1, 2] and [run["workers"] for run in runs] == [1, 2]
+    for run in runs:
+        assert run["mode"] == "spawn" and run["store"] == "postgres"
+        assert run["errors"] == 0 and run["requests"] > 0
+        assert run["server_cpu_ms_per_request"] > 0 and run["floor_cpu_ms_per_request"] > 0
+        erased = run["erased"]
+        assert erased["stored"] > 0 and erased["records"] >= erased["stored"]
+        assert erased["keys"] == 1 and erased["left"] == 0
+    assert runs[0]["spawned"]["tenant"] != runs[1]["spawned"]["tenant"]  # a fresh server each
+    first, second = report["comparison"]
+    assert (first["workers"], second["workers"]) == (1, 2)
+    assert first["requests_per_s_ratio"] == first["cpu_per_request_ratio"] == 1.0
+    rps = [run["requests_per_s"] for run in runs]
+    cpu = [run["server_cpu_ms_per_request"] for run in runs]
+    assert second["requests_per_s"] == rps[1] and second["server_cpu_ms_per_request"] == cpu[1]
+    assert second["requests_per_s_ratio"] == round(rps[1] / rps[0], 2)
+    assert second["cpu_per_request_ratio"] == round(cpu[1] / cpu[0], 2)
+    assert second["p95_ms"] == runs[1]["latency_ms"]["p95"]
+    assert second["p95_ms_by_operation"]["store"] == runs[1]["by_operation"]["store"]["p95"]
+    assert "workers compared (postgres, short-term tier redis)" in result.output
+    assert "req/s ratio" in result.output
+    assert _rows(postgres_url) == rows_before
+    tenants = {run["spawned"]["tenant"] for run in runs}
+    with psycopg.connect(postgres_url) as conn:
+        keys = conn.execute(
+            "SELECT metadata->>'tenant' FROM memstack.records WHERE namespace = 'auth/keys'"
+        ).fetchall()
+    assert not tenants & {tenant for (tenant,) in keys}
+    assert _redis_keys(redis_url) == redis_before
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -99,6 +164,11 @@ def test_bench_server_spawns_a_throwaway_server_and_measures_its_cpu(tmp_path: P
         (["--server-pid", "1"], "--server-pid goes with --url"),
         (["--url", "http://127.0.0.1:9", "--api-key", "k", "--durable"], "spawned server"),
         (["--mix", "1,2"], "store,search,list"),
+        (["--workers", "1,2"], "--workers 2 needs --redis-url"),
+        (["--workers", "one"], "comma list"),
+        (["--workers", "0"], "from 1 to 256"),
+        (["--url", "http://127.0.0.1:9", "--api-key", "k", "--workers", "2"], "drop them"),
+        (["--durable", "--postgres-url", "postgresql://127.0.0.1:9/db"], "durable already"),
     ],
 )
 def test_bench_server_rejects_bad_options(args: list[str], message: str):

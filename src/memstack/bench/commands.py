@@ -16,6 +16,7 @@ from memstack.bench.progress import progress_bar
 if TYPE_CHECKING:
     from memstack.bench.load import Mix
     from memstack.bench.serverbench import LoadOptions
+    from memstack.bench.spawn import ServerShape
 
 DEFAULT_LOCOMO = Path("../shared/bench/locomo/locomo-dev.json")
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -153,7 +154,7 @@ def locomo(
     if stats.evidence_dropped:
         click.echo(f"evidence ids naming no turn, dropped: {', '.join(stats.evidence_dropped)}")
     if out:
-        write_json(out, payload)
+        write_json(out, {"benchmark": "locomo", **payload})
         click.echo(f"wrote {out}")
 
 
@@ -273,7 +274,7 @@ def recall(
         rss_before_model_mb=before_model,
         synth_fidelity=synth_fidelity(embedder, phrases, seed=seed),
     )
-    write_json(out, payload)
+    write_json(out, {"benchmark": "recall", **payload})
     png = out.with_suffix(".png")
     if not plotting:
         click.echo(f"wrote {out} ({MISSING_MATPLOTLIB})")
@@ -419,7 +420,8 @@ def ingest(
                 f"alone on the same turns {r.turns_embed_per_s:,.0f}/s ({r.turns_to_embed:.0%})"
             )
     if out:
-        payload: dict[str, object] = {"embedder": embedder.model_id, "batch": batch}
+        payload: dict[str, object] = {"benchmark": "ingest", "embedder": embedder.model_id}
+        payload["batch"] = batch
         payload["runs"] = [r.to_json() for r in results[backends[0]]]
         payload["stores"] = {b: [r.to_json() for r in runs] for b, runs in results.items()}
         write_json(out, payload)
@@ -437,6 +439,28 @@ def ingest(
     "--durable",
     is_flag=True,
     help="Spawn the server with --durable (SQLite synchronous=FULL) to measure its cost.",
+)
+@click.option(
+    "--postgres-url",
+    default=None,
+    help="Spawn the server on this PostgreSQL instead of a temporary SQLite file; the "
+    "benchmark's tenant, memories and key are erased from it afterwards (not read from "
+    "MEMSTACK_POSTGRES_URL: give it here).",
+)
+@click.option(
+    "--redis-url",
+    default=None,
+    help="Spawn the server with its short-term tier in this Redis; the benchmark's "
+    "entries are erased from it afterwards (not read from MEMSTACK_REDIS_URL).",
+)
+@click.option(
+    "--workers",
+    "workers_text",
+    default="1",
+    show_default=True,
+    help="Worker processes of the spawned server; a comma list (1,2) runs the same load "
+    "once per count, each on a fresh server, and compares them. More than 1 needs "
+    "--redis-url.",
 )
 @click.option("--api-key", envvar="MEMSTACK_API_KEY", help="With --url [env MEMSTACK_API_KEY].")
 @click.option(
@@ -465,6 +489,9 @@ def server(
     spawn: bool,
     url: str | None,
     durable: bool,
+    postgres_url: str | None,
+    redis_url: str | None,
+    workers_text: str,
     api_key: str | None,
     server_pid: int | None,
     clients: int,
@@ -479,7 +506,9 @@ def server(
     concurrent clients, beside the CPU the same calls take in process (the floor).
 
     By default a throwaway server is started (temporary SQLite file, throwaway tenant),
-    and deleted afterwards. With --url it drives that server, as agents named after a
+    and deleted afterwards; --postgres-url, --redis-url and --workers shape it, and
+    several worker counts (--workers 1,2) are compared: requests/s and CPU per request
+    as ratios to the first. With --url it drives that server, as agents named after a
     random run id, and deletes every memory it stored when done."""
     import httpx
 
@@ -495,6 +524,7 @@ def server(
         raise click.UsageError("--durable goes with a spawned server; start yours with it")
     if not url and server_pid is not None:
         raise click.UsageError("--server-pid goes with --url; a spawned server is measured anyway")
+    shapes = _shapes(url, durable, postgres_url, redis_url, workers_text)
     ctx = click.get_current_context()
     if not url and ctx.get_parameter_source("api_key") == click.core.ParameterSource.COMMANDLINE:
         click.echo("note: --api-key is used with --url only; spawning a throwaway server", err=True)
@@ -502,15 +532,92 @@ def server(
         clients=clients, duration=duration, max_requests=max_requests, mix=_mix(mix)
     )
     try:
-        summary = _server_bench(options, url, api_key, server_pid, embedder_kind, durable)
+        runs = [
+            _server_bench(options, url, api_key, server_pid, embedder_kind, durable, shape)
+            for shape in shapes
+        ]
     except MemstackError as exc:
         raise click.ClickException(str(exc)) from exc
     except httpx.HTTPError as exc:
         raise click.ClickException(f"the server at {url} failed: {exc!r}") from exc
-    click.echo(server_table(summary, label or str(summary["url"])))
+    if len(runs) == 1:
+        summary = runs[0]
+        click.echo(server_table(summary, label or str(summary["url"])))
+        if out:
+            write_json(out, {"benchmark": "server", "label": label, **summary})
+            click.echo(f"wrote {out}")
+        return
+    _echo_comparison(runs, label, out)
+
+
+def _echo_comparison(runs: list[dict[str, object]], label: str, out: Path | None) -> None:
+    """Each run's table, then the comparison; the JSON holds both."""
+    from memstack.bench.report import write_json
+    from memstack.bench.serverbench import compare_runs, comparison_table, server_table
+
+    for run in runs:
+        click.echo(server_table(run, f"{label or run['store']}, {run['workers']} workers") + "\n")
+    rows = compare_runs(runs)
+    first = runs[0]
+    click.echo(f"workers compared ({first['store']}, short-term tier {first['short_term']}):")
+    click.echo(comparison_table(rows))
     if out:
-        write_json(out, {"label": label, **summary})
+        payload: dict[str, object] = {"benchmark": "server", "label": label}
+        payload |= {k: first[k] for k in ("mode", "embedder", "store", "short_term", "mix")}
+        payload |= {"workers": [run["workers"] for run in runs], "comparison": rows}
+        write_json(out, {**payload, "runs": runs})
         click.echo(f"wrote {out}")
+
+
+def _shapes(
+    url: str | None,
+    durable: bool,
+    postgres_url: str | None,
+    redis_url: str | None,
+    workers_text: str,
+) -> list[ServerShape | None]:
+    """One spawned server's shape per worker count; ``[None]`` with --url."""
+    from memstack.bench.spawn import ServerShape
+
+    ctx = click.get_current_context()
+    flags = {"postgres_url": "--postgres-url", "redis_url": "--redis-url"}
+    flags["workers_text"] = "--workers"
+    given = [
+        flag
+        for name, flag in flags.items()
+        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    if url:
+        if given:
+            names = ", ".join(given)
+            raise click.UsageError(f"{names} shape a spawned server; drop them with --url")
+        return [None]
+    try:
+        counts = [int(part) for part in workers_text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise click.BadParameter(
+            f"{workers_text!r} is not a number or a comma list of numbers, e.g. 1,2",
+            param_hint="--workers",
+        ) from exc
+    if not counts or not all(1 <= n <= 256 for n in counts):
+        raise click.BadParameter(
+            "give worker counts from 1 to 256, e.g. 1,2", param_hint="--workers"
+        )
+    if max(counts) > 1 and not redis_url:
+        raise click.UsageError(
+            f"--workers {max(counts)} needs --redis-url URL: a server of several worker "
+            "processes shares its short-term tier through Redis (memstack serve refuses "
+            "it without); add --redis-url or use --workers 1."
+        )
+    if durable and postgres_url:
+        raise click.UsageError(
+            "--durable is SQLite's synchronous=FULL; PostgreSQL is durable already, so drop "
+            "--durable or --postgres-url."
+        )
+    return [
+        ServerShape(postgres_url=postgres_url, redis_url=redis_url, workers=n)
+        for n in dict.fromkeys(counts)
+    ]
 
 
 def _server_bench(
@@ -520,6 +627,7 @@ def _server_bench(
     server_pid: int | None,
     embedder_kind: str,
     durable: bool = False,
+    shape: ServerShape | None = None,
 ) -> dict[str, object]:
     from memstack.bench.inprocess import replay_in_process
     from memstack.bench.load import delete_memories
@@ -530,13 +638,21 @@ def _server_bench(
     run_id = uuid.uuid4().hex[:8]
     extra: dict[str, object] = {"mode": "url" if url else "spawn", "embedder": embedder_kind}
     extra["durable"] = durable
+    spawned = None
     with contextlib.ExitStack() as stack:
         if url is None or api_key is None:
             server_args = ["--durable"] if durable else []
-            spawned = stack.enter_context(spawned_server(embedder_kind, server_args=server_args))
+            spawned = stack.enter_context(
+                spawned_server(embedder_kind, shape=shape, server_args=server_args)
+            )
             url, api_key, server_pid = spawned.url, spawned.api_key, spawned.pid
             extra["spawned"] = {"tenant": spawned.tenant, "db": str(spawned.db), "pid": spawned.pid}
-        with progress_bar(int(options.duration), "load") as bar:
+            extra |= {"store": spawned.store, "workers": spawned.workers}
+            extra["short_term"] = "redis" if shape and shape.redis_url else "in-process"
+        workers = spawned.workers if spawned else 1
+        with progress_bar(
+            int(options.duration), "load" if workers == 1 else f"load, {workers} workers"
+        ) as bar:
             measured = measure_load(
                 options,
                 url=url,
@@ -544,11 +660,14 @@ def _server_bench(
                 pid=server_pid,
                 agent_prefix=f"bench-{run_id}",
                 tick=bar.update,
+                warm_connections=2 * workers,
             )
             report, cpu = asyncio.run(measured)
-        if "spawned" not in extra:
+        if spawned is None:
             cleanup = delete_memories(url=url, api_key=api_key, ids=report.stored_ids)
             extra["cleanup"] = {"created": len(report.stored_ids), **asyncio.run(cleanup)}
+    if spawned is not None and spawned.erased:
+        extra["erased"] = {"stored": len(report.stored_ids), **spawned.erased}
     embedding = EmbeddingSettings(provider=embedder_kind)
     with progress_bar(len(report.calls), "floor") as bar:
         replay = replay_in_process(report.calls, embedding=embedding, progress=bar.update)
@@ -651,5 +770,32 @@ def updates(
             + ", ".join(f"{name} {n}" for name, n in unstored.items())
         )
     if out:
-        write_json(out, payload)
+        write_json(out, {"benchmark": "updates", **payload})
         click.echo(f"wrote {out}")
+
+
+@bench.command("report")
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    default=Path("bench-results"),
+    show_default=True,
+    help="Folder of the benchmarks' JSON (read recursively).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("docs/benchmarks.md"),
+    show_default=True,
+    help="The markdown document to write.",
+)
+def report_command(results: Path, out: Path) -> None:
+    """Write the benchmarks document (tables, plots) from every JSON under --results."""
+    from memstack.bench.docs_report import read_results, render
+
+    found = read_results(results)
+    text = render(found, folder=results, out=out, root=Path.cwd())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    unknown = sum(r.kind is None for r in found)
+    click.echo(f"wrote {out} from {len(found)} JSON files ({unknown} not recognised)")

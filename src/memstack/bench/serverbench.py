@@ -1,8 +1,11 @@
 """Measuring a server under load: its CPU per request against the in-process floor.
 
-``measure_load`` warms the server up (one search, one list), reads the server
-process's CPU time, runs the load (``bench.load``) and reads it again.
-``server_summary`` puts that beside the floor (``bench.inprocess``) in one report.
+``measure_load`` warms the server up (a search and a list on each of a few concurrent
+connections, so every worker process gets some), reads the server's CPU time (its
+processes together), runs the load (``bench.load``) and reads it again.
+``server_summary`` puts that beside the floor (``bench.inprocess``) in one report;
+``compare_runs`` sets runs of the same load on different worker counts side by side,
+as ratios to the first.
 
 The load generator runs on the same machine, so the report also gives its own CPU per
 request and the throughput bound that follows: ``cores / (server + client CPU per
@@ -15,7 +18,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -25,7 +28,15 @@ from memstack.bench.load import LoadReport, Mix, run_load
 from memstack.bench.proc import cpu_seconds
 from memstack.bench.report import format_table, ratio
 
-__all__ = ["CpuUse", "LoadOptions", "measure_load", "server_summary", "server_table"]
+__all__ = [
+    "CpuUse",
+    "LoadOptions",
+    "compare_runs",
+    "comparison_table",
+    "measure_load",
+    "server_summary",
+    "server_table",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,9 +64,11 @@ async def measure_load(
     pid: int | None,
     agent_prefix: str,
     tick: Callable[[int], None] = lambda n: None,
+    warm_connections: int = 1,
 ) -> tuple[LoadReport, CpuUse]:
-    """The load's report, and the CPU the server and this process spent during it."""
-    await _warm_up(url, api_key, agent_prefix)
+    """The load's report, and the CPU the server and this process spent during it;
+    ``warm_connections``: at least twice the server's workers."""
+    await _warm_up(url, api_key, agent_prefix, warm_connections)
     before = cpu_seconds(pid) if pid is not None else None
     client_before = time.process_time()
     ticker = asyncio.create_task(_tick_every_second(options.duration, tick))
@@ -78,13 +91,24 @@ async def measure_load(
     return report, CpuUse(server_s=server_s, client_s=client_s)
 
 
-async def _warm_up(url: str, api_key: str, agent_prefix: str) -> None:
-    """One search and one list, so first-use costs stay out of the measurement."""
+async def _warm_up(url: str, api_key: str, agent_prefix: str, connections: int) -> None:
+    """A search and a list on each of ``connections`` at once, so first-use costs stay
+    out of the measurement whichever worker process accepted which connection."""
     headers = {"Authorization": f"Bearer {api_key}"}
     agent = f"{agent_prefix}-0"
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60.0) as http:
+
+    async def one(http: httpx.AsyncClient) -> None:
         await http.post("/api/memories/search", json={"query": "warm up", "agent_id": agent})
         await http.get("/api/memories", params={"agent_id": agent, "limit": 20})
+
+    clients = [
+        httpx.AsyncClient(base_url=url, headers=headers, timeout=60.0)
+        for _ in range(max(1, connections))
+    ]
+    try:
+        await asyncio.gather(*(one(http) for http in clients))
+    finally:
+        await asyncio.gather(*(http.aclose() for http in clients))
 
 
 async def _tick_every_second(duration: float, tick: Callable[[int], None]) -> None:
@@ -160,3 +184,77 @@ def server_table(summary: dict[str, object], label: str) -> str:
 
 def _ms(value: object) -> str:
     return f"{value:.2f}" if isinstance(value, float) else "-"
+
+
+def compare_runs(runs: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+    """One row per run (each ``server_summary`` with its ``workers``): throughput, p95,
+    server CPU per request, and the first two as ratios to the first run's."""
+    first = runs[0]
+    rows: list[dict[str, object]] = []
+    for run in runs:
+        by_op = run["by_operation"]
+        latency = run["latency_ms"]
+        assert isinstance(by_op, dict) and isinstance(latency, dict)
+        rows.append(
+            {
+                "workers": run["workers"],
+                "requests": run["requests"],
+                "errors": run["errors"],
+                "requests_per_s": run["requests_per_s"],
+                "p95_ms": latency["p95"],
+                "p95_ms_by_operation": {op: stats["p95"] for op, stats in by_op.items()},
+                "server_cpu_ms_per_request": run["server_cpu_ms_per_request"],
+                "floor_cpu_ms_per_request": run["floor_cpu_ms_per_request"],
+                "requests_per_s_ratio": ratio(
+                    _number(run["requests_per_s"]), _number(first["requests_per_s"])
+                ),
+                "cpu_per_request_ratio": ratio(
+                    _number(run["server_cpu_ms_per_request"]),
+                    _number(first["server_cpu_ms_per_request"]),
+                ),
+            }
+        )
+    return rows
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def comparison_table(rows: Sequence[Mapping[str, object]]) -> str:
+    """The printed comparison: a line per worker count, ratios to the first."""
+    ops = sorted({op for row in rows for op in _p95s(row)})
+    headers = (
+        "workers",
+        "requests",
+        "errors",
+        "requests/s",
+        "p95 ms",
+        *(f"{op} p95" for op in ops),
+        "server CPU ms/req",
+        "floor CPU ms/req",
+        "req/s ratio",
+        "CPU/req ratio",
+    )
+    table = [
+        [
+            row["workers"],
+            row["requests"],
+            row["errors"],
+            row["requests_per_s"],
+            row["p95_ms"],
+            *(_p95s(row).get(op) for op in ops),
+            row["server_cpu_ms_per_request"],
+            row["floor_cpu_ms_per_request"],
+            row["requests_per_s_ratio"],
+            row["cpu_per_request_ratio"],
+        ]
+        for row in rows
+    ]
+    return format_table(headers, table)
+
+
+def _p95s(row: Mapping[str, object]) -> dict[str, object]:
+    found = row["p95_ms_by_operation"]
+    assert isinstance(found, dict)
+    return found

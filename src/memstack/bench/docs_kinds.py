@@ -1,0 +1,339 @@
+"""One markdown renderer per benchmark kind, for ``memstack bench report``.
+
+Each kind reads the JSON its bench command writes with ``--out`` and gives back the
+figures as markdown tables (ratios to the floor beside the milliseconds) and the
+command that reproduces the run. The document around them is ``bench.docs_report``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from memstack.bench.metrics import METRIC_NAMES
+
+__all__ = ["KINDS", "Kind", "md_table", "num"]
+
+Payload = Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Kind:
+    """A benchmark kind: its bench command, what it measures, the keys its JSON always
+    has (to recognise files written before the ``benchmark`` field), and its renderers."""
+
+    name: str
+    title: str
+    about: str
+    keys: frozenset[str]
+    tables: Callable[[Payload], list[str]]
+    command: Callable[[Payload, str], str]
+    """The command line that reproduces the run, given the JSON's path to write."""
+
+
+def num(value: object) -> str:
+    """A JSON value as a table cell: thousands grouped, small floats as the JSON has them."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        text = f"{round(value, 4):g}"
+        return text if "." in text or "e" in text else f"{text}.0"
+    return str(value).replace("|", "\\|")
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """A markdown table: columns of text left-aligned, columns with numbers right-aligned."""
+    align = [
+        "---:" if any(_is_number(row[i]) for row in rows) else "---" for i in range(len(headers))
+    ]
+    lines = [_row(headers), _row(align)]
+    return lines + [_row([num(v) for v in row]) for row in rows]
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _embedder(model_id: str) -> str:
+    """``local:all-MiniLM-L6-v2`` -> ``local``: the ``--embedder`` choice that made it."""
+    return model_id.split(":", 1)[0]
+
+
+def _postgres(stores: Sequence[str]) -> list[str]:
+    return ["--postgres-url URL"] if "postgres" in stores else []
+
+
+def recall_tables(p: Payload) -> list[str]:
+    headline = (
+        f"Embedder `{p['embedder']}` ({p['dim']} dimensions), {p['queries']} queries, "
+        f"{p['writes']} recalls after writes, seed {p['seed']}; synthesized vectors' "
+        f"fidelity {num(p['synth_fidelity'])}; the model takes {num(p['model_rss_mb'])} MB."
+    )
+    headers: tuple[str, ...] = (
+        "store",
+        "size",
+        "namespaces",
+        "p50 ms",
+        "floor p50 ms",
+        "ratio p50",
+    )
+    headers += ("p95 ms", "floor p95 ms", "ratio p95", "after-write p95 ms", "ratio")
+    headers += ("ANN R@10", "ingest/s", "RSS MB", "RSS ratio")
+    rows = [
+        [run["store"], pt["size"], pt["namespaces"]]
+        + [pt[f] for f in ("recall_p50_ms", "floor_p50_ms", "ratio_p50")]
+        + [pt[f] for f in ("recall_p95_ms", "floor_p95_ms", "ratio_p95")]
+        + [pt["after_write_p95_ms"], pt["after_write_ratio_p95"], pt["ann_recall_at_10"]]
+        + [pt["ingest_per_s"], pt["rss_mb"], pt["rss_ratio"]]
+        for run in p["runs"]
+        for pt in run["points"]
+    ]
+    return [headline, "", *md_table(headers, rows)]
+
+
+def recall_command(p: Payload, out: str) -> str:
+    stores = [run["store"] for run in p["runs"]]
+    return " ".join(
+        [
+            "memstack bench recall",
+            f"--stores {','.join(stores)}",
+            f"--sizes {','.join(str(s) for s in p['sizes'])}",
+            f"--shape {p['shape']}",
+            f"--queries {p['queries']} --writes {p['writes']}",
+            f"--embedder {_embedder(p['embedder'])} --seed {p['seed']}",
+            *_postgres(stores),
+            f"--out {shlex.quote(out)}",
+        ]
+    )
+
+
+def ingest_tables(p: Payload) -> list[str]:
+    headline = (
+        f"Embedder `{p['embedder']}`, batches of {p['batch']}; memories/s. The floor is the "
+        "embedder alone on the same texts: ratio = rate / embedder alone (1.0: no overhead)."
+    )
+    headers: tuple[str, ...] = (
+        "store",
+        "texts",
+        "n",
+        "chars",
+        "remember/s",
+        "remember_many/s",
+        "embed/s",
+    )
+    headers += ("ratio", "remember_turns/s", "embed turns/s", "ratio", "upsert/s")
+    fields: tuple[str, ...] = ("texts", "n", "mean_chars", "remember_per_s", "remember_many_per_s")
+    fields += ("embed_per_s", "remember_many_to_embed", "remember_turns_per_s")
+    fields += ("turns_embed_per_s", "remember_turns_to_embed", "upsert_per_s")
+    rows = [
+        [store, *(r.get(f) for f in fields)]
+        for store, runs in _ingest_stores(p).items()
+        for r in runs
+    ]
+    return [headline, "", *md_table(headers, rows)]
+
+
+def _ingest_stores(p: Payload) -> Mapping[str, Sequence[Payload]]:
+    """Runs per store; files written before ``stores`` was added hold SQLite's only."""
+    stores: Mapping[str, Sequence[Payload]] = p.get("stores") or {"sqlite": p["runs"]}
+    return stores
+
+
+def ingest_command(p: Payload, out: str) -> str:
+    texts = sorted({r["texts"] for r in p["runs"]})
+    stores = list(_ingest_stores(p))
+    return " ".join(
+        [
+            "memstack bench ingest",
+            f"--texts {'both' if len(texts) > 1 else texts[0]}",
+            f"--n {max(r['n'] for r in p['runs'])} --batch {p['batch']}",
+            f"--embedder {_embedder(p['embedder'])}",
+            f"--stores {','.join(stores)}",
+            *_postgres(stores),
+            f"--out {shlex.quote(out)}",
+        ]
+    )
+
+
+def server_tables(p: Payload) -> list[str]:
+    """One run's tables; a comparison of worker counts (``--workers 1,2``) first sets the
+    runs side by side, as ratios to the first, then gives each run's tables."""
+    if "comparison" not in p:
+        return _server_run(p)
+    headers: tuple[str, ...] = ("workers", "requests", "errors", "requests/s", "p95 ms")
+    headers += ("server CPU ms/request", "floor CPU ms/request", "requests/s ratio")
+    headers += ("CPU/request ratio",)
+    fields: tuple[str, ...] = ("workers", "requests", "errors", "requests_per_s", "p95_ms")
+    fields += ("server_cpu_ms_per_request", "floor_cpu_ms_per_request")
+    fields += ("requests_per_s_ratio", "cpu_per_request_ratio")
+    lines = md_table(headers, [[row.get(f) for f in fields] for row in p["comparison"]])
+    for run in p["runs"]:
+        lines += ["", f"With {run['workers']} workers:", "", *_server_run(run)]
+    return lines
+
+
+def _server_run(p: Payload) -> list[str]:
+    shape = [f for f in ("store", "workers", "short_term") if f in p]
+    totals = ("mode", *shape, "clients", "seconds", "requests", "errors", "requests/s")
+    first = [p.get("mode"), *(p[f] for f in shape), p["clients"], p["seconds"], p["requests"]]
+    first += [p["errors"], p["requests_per_s"]]
+    cpu: tuple[str, ...] = (
+        "server CPU ms/request",
+        "floor CPU ms/request",
+        "ratio",
+        "load generator CPU ms",
+    )
+    cpu += ("cores", "bound requests/s")
+    second = [p["server_cpu_ms_per_request"], p["floor_cpu_ms_per_request"], p["cpu_ratio"]]
+    second += [p["client_cpu_ms_per_request"], p["cores"], p["requests_per_s_bound"]]
+    ops = ("operation", "count", "p50 ms", "p95 ms", "p99 ms", "floor CPU ms")
+    by_op = [
+        [op, s["count"], s["p50"], s["p95"], s["p99"], s.get("floor_cpu_ms")]
+        for op, s in sorted(p["by_operation"].items())
+    ]
+    overall = p["latency_ms"]
+    by_op.append(["all", p["requests"], overall["p50"], overall["p95"], overall["p99"], None])
+    tables = [md_table(totals, [first]), md_table(cpu, [second]), md_table(ops, by_op)]
+    return [line for table in tables for line in [*table, ""]][:-1]
+
+
+def server_command(p: Payload, out: str) -> str:
+    run = p["runs"][0] if "comparison" in p else p
+    parts = ["memstack bench server"]
+    if run.get("mode") == "url":
+        parts.append("--url URL --api-key KEY")
+        parts += ["--server-pid PID"] if run.get("server_cpu_ms_per_request") else []
+    parts += ["--postgres-url URL"] if run.get("store") == "postgres" else []
+    parts += ["--redis-url URL"] if run.get("short_term") == "redis" else []
+    workers = p["workers"] if "comparison" in p else [run.get("workers", 1)]
+    parts += [f"--workers {','.join(str(w) for w in workers)}"] if workers != [1] else []
+    parts.append(f"--clients {run['clients']} --duration {round(run['seconds'])}")
+    mix = run.get("mix") or {}
+    if mix:
+        parts.append(f"--mix {','.join(num(mix[k]) for k in ('store', 'search', 'list'))}")
+    parts.append(f"--embedder {_embedder(str(run.get('embedder', 'local')))}")
+    parts += ["--durable"] if run.get("durable") else []
+    parts += [f"--label {shlex.quote(p['label'])}"] if p.get("label") else []
+    return " ".join([*parts, f"--out {shlex.quote(out)}"])
+
+
+def locomo_tables(p: Payload) -> list[str]:
+    rows: dict[str, Mapping[str, Any]] = {"memstack": p["overall"]}
+    rows |= {name: b["overall"] for name, b in sorted(p["baselines"].items())}
+    rows |= {f"category {c}": m for c, m in sorted(p["per_category"].items())}
+    rows |= {f"without {n}": a["overall"] for n, a in sorted(p["ablations"].items())}
+    rows |= {f"checked on {n}": h["overall"] for n, h in sorted(p["halves"].items())}
+    metrics = md_table(
+        ("retrieval", *METRIC_NAMES),
+        [[name, *(m.get(k) for k in METRIC_NAMES)] for name, m in rows.items()],
+    )
+    recall, embed = p["recall_ms"], p["embed_ms"]
+    latency = md_table(
+        ("recall p50 ms", "recall p95 ms", "query embedding p50 ms", "ratio p50", "ingest/s"),
+        [[recall["p50"], recall["p95"], embed["p50"], p["recall_over_embed"], p["ingest_per_s"]]],
+    )
+    headline = (
+        f"{p['questions']} questions, store {p['store']}, embedder `{p['embedder']}`; "
+        "categories 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop."
+    )
+    floor = "Latency against its floor, the query's embedding alone:"
+    return [headline, "", *metrics, "", floor, "", *latency]
+
+
+def locomo_command(p: Payload, out: str) -> str:
+    ablate = ",".join(sorted(p["ablations"]))
+    return " ".join(
+        [
+            f"memstack bench locomo --store {p['store']}",
+            f"--embedder {_embedder(p['embedder'])}",
+            *([f"--ablate {ablate}"] if ablate else []),
+            *_postgres([p["store"]]),
+            f"--out {shlex.quote(out)}",
+        ]
+    )
+
+
+def updates_tables(p: Payload) -> list[str]:
+    headline = (
+        f"{p['conversations']} generated conversations, seed {p['seed']}, SQLite, embedder "
+        f"`{p['embedder']}`; shares of questions whose top recalled memory is the gold one."
+    )
+    headers = ("mode", "current", "past", "overall", "hit@3", "recall p50 ms", "updates")
+    fields = ("current", "past", "overall", "hit3", "recall_ms_p50")
+    rows = [
+        [name, *(m[f] for f in fields), f"{m['updates']}/{m['changes']}"]
+        for name, m in p["modes"].items()
+    ]
+    return [headline, "", *md_table(headers, rows)]
+
+
+def updates_command(p: Payload, out: str) -> str:
+    return " ".join(
+        [
+            f"memstack bench updates --embedder {_embedder(p['embedder'])}",
+            f"--conversations {p['conversations']} --seed {p['seed']}",
+            f"--modes {','.join(p['modes'])}",
+            f"--out {shlex.quote(out)}",
+        ]
+    )
+
+
+KINDS: Final = (
+    Kind(
+        name="recall",
+        title="Recall latency against stored memories",
+        about="Hybrid recall p50/p95 as the number of stored memories grows, beside its "
+        "floor (the query's embedding plus an exact numpy scan of the namespace).",
+        keys=frozenset({"floor_k", "sizes", "runs", "shape"}),
+        tables=recall_tables,
+        command=recall_command,
+    ),
+    Kind(
+        name="ingest",
+        title="Ingest rate",
+        about="Memories per second through remember, remember_many, remember_turns and "
+        "upsert, beside the embedder alone on the same texts.",
+        keys=frozenset({"batch", "runs", "embedder"}),
+        tables=ingest_tables,
+        command=ingest_command,
+    ),
+    Kind(
+        name="server",
+        title="Server under load",
+        about="Requests/s and p50/p95/p99 per operation under concurrent HTTP clients, and "
+        "the server's CPU per request beside the same calls in process (the floor).",
+        keys=frozenset({"by_operation", "requests_per_s", "latency_ms"}),
+        tables=server_tables,
+        command=server_command,
+    ),
+    Kind(
+        name="locomo",
+        title="LoCoMo retrieval quality",
+        about="Recall quality of long-term memory on LoCoMo conversations (R@k, Hit@k, MRR), "
+        "beside plain BM25 and pure vector search.",
+        keys=frozenset({"overall", "per_category", "baselines"}),
+        tables=locomo_tables,
+        command=locomo_command,
+    ),
+    Kind(
+        name="updates",
+        title="Changed facts",
+        about="Whether the top recalled memory is a fact's current value (and, with as_of, "
+        "the value valid then) on generated conversations whose facts change.",
+        keys=frozenset({"modes", "conversations"}),
+        tables=updates_tables,
+        command=updates_command,
+    ),
+)
