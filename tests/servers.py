@@ -37,6 +37,7 @@ import contextlib
 import importlib.util
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -55,6 +56,7 @@ __all__ = [
     "PostgresServer",
     "RedisServer",
     "ServeProcess",
+    "first_key",
     "running_postgres",
     "running_redis",
     "serve_env",
@@ -433,6 +435,14 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def first_key(output: str) -> str:
+    """The key ``memstack serve`` made on first start, from the file its ``output`` (a
+    pipe, not a terminal) names."""
+    named = re.search(r"it is in (\S+) \(readable by its owner only\)", " ".join(output.split()))
+    assert named is not None, f"memstack serve named no key file:\n{output}"
+    return Path(named.group(1)).read_text(encoding="utf-8").strip()
 
 
 def _read(path: Path) -> str:

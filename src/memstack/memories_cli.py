@@ -94,6 +94,7 @@ def _line(memory: Memory) -> str:
 @click.option("--key")
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--offset", type=int, default=0, show_default=True)
+@click.option("--cursor", help="The next page: the cursor the page before printed.")
 @_PROVENANCE
 @_json_option
 def list_command(
@@ -103,6 +104,7 @@ def list_command(
     key: str | None,
     limit: int,
     offset: int,
+    cursor: str | None,
     provenances: tuple[Provenance, ...],
     as_json: bool,
 ) -> None:
@@ -115,6 +117,7 @@ def list_command(
             key=key,
             limit=limit,
             offset=offset,
+            cursor=cursor,
             provenance=provenances or None,
         )
     if as_json:
@@ -123,6 +126,8 @@ def list_command(
     for memory in page["memories"]:
         click.echo(_line(memory))
     click.echo(f"{len(page['memories'])} of {page['total']} (offset {page['offset']})", err=True)
+    if page["next_cursor"] is not None:
+        click.echo(f"next page: --cursor {page['next_cursor']}", err=True)
 
 
 @memories.command("search")
@@ -215,22 +220,40 @@ def delete_command(
 def export_command(
     agent_id: str | None, scope: ScopeName | None, session_id: str | None, output: IO[str]
 ) -> None:
-    """Write memories as JSONL: one memory a line, every field `import` needs."""
+    """Write memories with their history as JSONL: one version a line (current and
+    closed), every field `import` needs, however many there are."""
     with _client() as client:
         count = client.export_jsonl(output, agent_id=agent_id, scope=scope, session_id=session_id)
-    click.echo(f"exported {count} memories", err=True)
+    click.echo(f"exported {count} memory versions", err=True)
 
 
 @memories.command("import")
 @click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Replace what the server holds of a memory already there (default: leave it).",
+)
 @_json_option
-def import_command(source: IO[str], as_json: bool) -> None:
-    """Store the memories of a JSONL export (a file, or - for stdin); running it twice
-    changes nothing. Every line is checked first: a malformed one stops the import
-    before anything is written, naming its line number."""
+def import_command(source: IO[str], replace: bool, as_json: bool) -> None:
+    """Restore the memories of a JSONL export (a file, or - for stdin) with their
+    history. A memory the server holds already is left as it is (so an old export never
+    overwrites newer versions) unless --replace; running it twice changes nothing. Every
+    line is checked first: a malformed one stops the import before anything is written,
+    naming its line number."""
     with _client() as client:
-        result = client.import_jsonl(source)
+        result = client.import_jsonl(source, replace=replace)
     if as_json:
-        _echo_json({"imported": result.imported, "expired": result.expired})
+        _echo_json(
+            {
+                "imported": result.imported,
+                "versions": result.versions,
+                "skipped": result.skipped,
+                "expired": result.expired,
+            }
+        )
     else:
-        click.echo(f"imported {result.imported} memories ({result.expired} expired, skipped)")
+        click.echo(
+            f"imported {result.imported} memories, {result.versions} versions; "
+            f"{result.skipped} already held, left as they were; {result.expired} expired"
+        )

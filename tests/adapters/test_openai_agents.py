@@ -95,6 +95,27 @@ async def test_a_bad_item_is_refused_and_nothing_is_stored(records: RecordStore)
     assert await session.get_items() == []
 
 
+async def test_a_credential_in_a_run_is_redacted_and_the_run_goes_on(records: RecordStore) -> None:
+    """Issue 30: the session stores ``[REDACTED:<kind>]`` where a credential was, so the
+    next run's model never sees it replayed, and no run breaks on it."""
+    key = "sk-proj-" + "A1b2C3d4" * 6
+    model = ScriptedResponsesModel(
+        [response_payload(message_item("Noted.")), response_payload(message_item("Hello."))]
+    )
+    agent = Agent(name="assistant", model=model)
+    session = MemstackSession("redacted-chat", records)
+    first = await Runner.run(agent, f"my key is {key}", session=session, run_config=OFFLINE)
+    assert first.final_output == "Noted."
+    assert (await session.get_items())[0] == user("my key is [REDACTED:openai_key]")
+    await Runner.run(agent, "hi", session=session, run_config=OFFLINE)
+    replayed = model.calls[1].input
+    assert replayed[0] == user("my key is [REDACTED:openai_key]")
+    assert key not in json.dumps(replayed)
+    with pytest.raises(InvalidInput) as refused:
+        MemstackSession(f"ghp_{'a1B2' * 9}", records)
+    assert refused.value.field == "session_id"
+
+
 def test_history_survives_the_process(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     script = (

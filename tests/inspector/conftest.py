@@ -1,7 +1,7 @@
 """A real ``memstack serve`` subprocess, an API client with its key, and Chromium on /ui.
 
 Screenshots go to a temporary directory; set ``MEMSTACK_INSPECTOR_SHOTS=docs`` to
-refresh the ones the README shows.
+refresh the ones docs/inspector.md shows.
 """
 
 from __future__ import annotations

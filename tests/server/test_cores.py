@@ -27,7 +27,7 @@ from memstack.server.cores import (
 from memstack.server.lanes import LaneEmbedder
 from memstack.server.services import model_lanes, open_services
 from tests.server.test_workers import _wait_healthy
-from tests.servers import free_port
+from tests.servers import first_key, free_port
 
 ALLOWED = os.sched_getaffinity(0)
 
@@ -155,7 +155,7 @@ def test_memstack_serve_pins_its_threads_and_the_models_calls(tmp_path):
         assert f"cores: the local model's calls on {model}, everything else on {requests}\n" in (
             lines
         )
-        key = next(w for line in lines for w in line.split() if w.startswith("msk_"))
+        key = first_key("".join(lines))
         url = f"http://127.0.0.1:{port}"
         _wait_healthy(url)
         requests_cores, model_cores = _as_list(split.requests), _as_list(split.model)

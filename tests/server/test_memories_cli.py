@@ -49,12 +49,25 @@ def test_export_then_import_round_trip(live: LiveServer, keys: Keys, fresh, tmp_
     assert exported.exit_code == 0, exported.output
     lines = [json.loads(line) for line in dump.read_text().splitlines()]
     assert {m["key"] for m in lines} == {"drink", "tz"}
-    for _ in range(2):
-        assert _json(target, target_key, "import", str(dump)) == {"imported": 2, "expired": 0}
+    imported = _json(target, target_key, "import", str(dump))
+    assert imported == {"imported": 2, "versions": 2, "skipped": 0, "expired": 0}
     restored = _json(target, target_key, "list")["memories"]
     assert sorted((m["id"], m["metadata"], m["expires_at"]) for m in restored) == sorted(
         (m["id"], m["metadata"], m["expires_at"]) for m in lines
     )
+    # The target moves on; the old export imported again leaves its newer versions be.
+    with MemoryClient(target.url, api_key=target_key) as client:
+        client.store("bot", "drink", "Black coffee.")
+    again = _json(target, target_key, "import", str(dump))
+    assert again == {"imported": 0, "versions": 0, "skipped": 2, "expired": 0}
+    assert _values(target, target_key) == {"drink": "Black coffee.", "tz": "Lisbon."}
+    replaced = _json(target, target_key, "import", "--replace", str(dump))
+    assert replaced == {"imported": 2, "versions": 2, "skipped": 0, "expired": 0}
+    assert _values(target, target_key) == {"drink": "Green tea.", "tz": "Lisbon."}
+
+
+def _values(server: LiveServer, key: str) -> dict[str, str]:
+    return {m["key"]: m["value"] for m in _json(server, key, "list")["memories"]}
 
 
 def test_errors_are_one_line_and_name_the_fix(live: LiveServer, keys: Keys, tmp_path: Path):

@@ -10,17 +10,18 @@ EXPECTED = {
     ("get", "/api/memories"): {403, 422},
     ("delete", "/api/memories"): {403, 422},
     ("post", "/api/memories/search"): {400, 403, 413, 422},
+    ("post", "/api/memories/restore"): {400, 403, 413, 422},
     ("get", "/api/memories/{memory_id}"): {404, 422},
     ("get", "/api/memories/{memory_id}/history"): {404, 422},
-    ("put", "/api/memories/{memory_id}"): {400, 404, 413, 422},
-    ("delete", "/api/memories/{memory_id}"): {404, 422},
+    ("put", "/api/memories/{memory_id}"): {400, 403, 404, 413, 422},
+    ("delete", "/api/memories/{memory_id}"): {403, 404, 422},
     ("get", "/api/context"): {403, 422},
-    ("post", "/api/knowledge"): {400, 413, 422},
+    ("post", "/api/knowledge"): {400, 403, 413, 422},
     ("get", "/api/knowledge"): {422},
     ("post", "/api/knowledge/search"): {400, 413, 422},
     ("get", "/api/knowledge/{document_id}"): {404, 422},
     ("get", "/api/knowledge/{document_id}/status"): {404, 422},
-    ("delete", "/api/knowledge/{document_id}"): {404, 422},
+    ("delete", "/api/knowledge/{document_id}"): {403, 404, 422},
 }
 
 

@@ -57,6 +57,8 @@ class MemoryBank:
         self.max_lines = text.check_max_lines(max_lines)
         self.secret_filter = secret_filter
         self.namespace = text.check_key(namespace, "namespace")
+        if secret_filter:  # the bank's name is stored too (its records' namespace)
+            refuse_secrets({"namespace": self.namespace}, where="the memory bank")
         self._lock = threading.Lock()
         self._backend: Backend | None = _open_backend(
             path, store, self.namespace, clock or SystemClock()
@@ -82,7 +84,7 @@ class MemoryBank:
             text.keep_last_lines(text.check_text(content, "content"), self.max_lines)
         )
         if self.secret_filter:
-            refuse_secrets({"content": stored}, where="the memory bank")
+            refuse_secrets({"key": key, "content": stored}, where="the memory bank")
         with self._lock:
             self._opened().put(key, stored)
 
@@ -100,6 +102,8 @@ class MemoryBank:
     def tools(self, agent_name: str) -> list[Tool]:
         """New ``memory_read``, ``memory_write`` and ``memory_search`` tools that read and
         write under ``agent_name`` only."""
+        if self.secret_filter:  # refused here, not at the model's first write
+            refuse_secrets({"agent_name": agent_name}, where="the memory bank")
         return bank_tools(self, agent_name)
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ from typing import Any, Final, Generic, TypeVar, cast
 from memstack._json import JSON
 from memstack.client import types as t
 from memstack.errors import InvalidInput
+from memstack.service.ttl import check_ttl
 
 __all__ = ["UNSET", "Call"]
 
@@ -79,6 +80,7 @@ def store(
     ``ttl``: seconds from now, or an ISO 8601 time. ``provenance``: how it was learned
     (omitted: ``user_stated`` for a new memory, the current one's for an update);
     ``provenance_detail``: the model, tool or source."""
+    check_ttl(ttl)  # the server's rule, before a request is sent
     body: dict[str, object] = {"agent_id": agent_id, "key": key, "value": value, "scope": scope}
     body |= _given(
         session_id=session_id,
@@ -119,6 +121,7 @@ def update(
         provenance_detail=provenance_detail,
     )
     if not isinstance(ttl, _Unset):
+        check_ttl(ttl)
         body["ttl"] = ttl
     return Call(method="PUT", path=f"/api/memories/{_segment(memory_id)}", body=body)
 
@@ -152,11 +155,14 @@ def list_memories(
     as_of: float | None = None,
     include_superseded: bool = False,
     provenance: t.Provenance | Sequence[t.Provenance] | None = None,
+    cursor: str | None = None,
 ) -> Call[t.MemoryPage]:
-    """A page of memories, newest first: ``{"memories", "total", "limit", "offset"}``.
-    Current versions; with ``as_of`` (seconds since the epoch) the versions valid at that
-    moment, each with the id of its memory; with ``include_superseded`` every version.
-    Not both. ``provenance``: only memories of this provenance (or of any of a list)."""
+    """A page of memories, newest first: ``{"memories", "total", "limit", "offset",
+    "next_cursor"}``. Current versions; with ``as_of`` (seconds since the epoch) the
+    versions valid at that moment, each with the id of its memory; with
+    ``include_superseded`` every version. Not both. ``provenance``: only memories of this
+    provenance (or of any of a list). ``cursor``: a page's ``next_cursor``, for the page
+    after it (at any depth; ``offset`` reaches 10,000 at most)."""
     params: dict[str, object] = {
         "agent_id": agent_id,
         "scope": scope,
@@ -164,11 +170,21 @@ def list_memories(
         "key": key,
         "limit": limit,
         "offset": offset,
+        "cursor": cursor,
         "as_of": as_of,
         "include_superseded": True if include_superseded else None,
         "provenance": [provenance] if isinstance(provenance, str) else _listed(provenance),
     }
     return Call(method="GET", path="/api/memories", params=params)
+
+
+def restore(memories: Sequence[Mapping[str, object]], *, replace: bool = False) -> Call[t.Restored]:
+    """Write back memories of an export, each with every version of it (``{"agent_id",
+    "scope", "session_id", "key", "versions": [...]}``, a version as the listing shows it);
+    a memory the store holds already is skipped unless ``replace``: ``import_jsonl``
+    sends these."""
+    body = {"memories": list(memories), "replace": replace}
+    return Call(method="POST", path="/api/memories/restore", body=body)
 
 
 def search(

@@ -22,7 +22,6 @@ __all__ = ["AsyncMemoryClient", "MemoryClient"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
-_EXPORT_PAGE = 500
 
 
 def _blocking(
@@ -84,6 +83,7 @@ class MemoryClient:
     delete = _blocking(calls.delete)
     delete_many = _blocking(calls.delete_many)
     list = _blocking(calls.list_memories)
+    restore = _blocking(calls.restore)
     search = _blocking(calls.search)
     context = _blocking(calls.context)
     add_document = _blocking(calls.add_document)
@@ -112,18 +112,24 @@ class MemoryClient:
         agent_id: str | None = None,
         scope: Scope | None = None,
         session_id: str | None = None,
+        include_superseded: bool = False,
     ) -> Iterator[Memory]:
-        """Every memory these filters list, newest first, page by page."""
-        pages = jsonl.Pager(_EXPORT_PAGE)
-        while (offset := pages.next_offset()) is not None:
+        """Every memory these filters list (with ``include_superseded``, every version),
+        newest first, page by page by cursor: each once, however many, while others
+        are stored."""
+        cursor: str | None = None
+        while True:
             page = self.list(
                 agent_id=agent_id,
                 scope=scope,
                 session_id=session_id,
-                limit=_EXPORT_PAGE,
-                offset=offset,
+                limit=jsonl.EXPORT_PAGE,
+                include_superseded=include_superseded,
+                cursor=cursor,
             )
-            yield from pages.take(page)
+            yield from page["memories"]
+            if (cursor := page["next_cursor"]) is None:
+                return
 
     def export_jsonl(
         self,
@@ -133,22 +139,26 @@ class MemoryClient:
         scope: Scope | None = None,
         session_id: str | None = None,
     ) -> int:
-        """Write every memory these filters list to ``out``, one JSON object a line with
-        every field ``import_jsonl`` needs; returns how many."""
+        """Write every memory these filters list to ``out`` with every version of it,
+        current and closed: one version a JSON line, with every field ``import_jsonl``
+        needs; returns how many lines."""
         count = 0
-        for memory in self.iter_memories(agent_id=agent_id, scope=scope, session_id=session_id):
+        for memory in self.iter_memories(
+            agent_id=agent_id, scope=scope, session_id=session_id, include_superseded=True
+        ):
             out.write(jsonl.memory_line(memory))
             count += 1
         return count
 
-    def import_jsonl(self, lines: IO[str]) -> jsonl.ImportResult:
-        """Store every memory of a JSONL export, idempotently (same identities, so the
-        same ids within a tenant). Every line is checked before anything is written:
-        a malformed one is ``InvalidInput`` naming its line number."""
-        plan = jsonl.read_export(lines)
-        for call in plan.calls:
-            self.send(call)
-        return plan.result
+    def import_jsonl(self, lines: IO[str], *, replace: bool = False) -> jsonl.ImportResult:
+        """Write back every memory of a JSONL export with all its versions (same
+        identities, so the same ids within a tenant). A memory the server holds already
+        is left as it is and counted in ``skipped``, unless ``replace``: then what the
+        server holds of it is replaced. Running it again changes nothing. Every line is
+        checked before anything is written: a malformed one is ``InvalidInput`` naming
+        its line number."""
+        plan = jsonl.read_export(lines, replace=replace)
+        return plan.tally([self.send(call) for call in plan.calls])
 
     def close(self) -> None:
         self._http.close()
@@ -195,6 +205,7 @@ class AsyncMemoryClient:
     delete = _awaitable(calls.delete)
     delete_many = _awaitable(calls.delete_many)
     list = _awaitable(calls.list_memories)
+    restore = _awaitable(calls.restore)
     search = _awaitable(calls.search)
     context = _awaitable(calls.context)
     add_document = _awaitable(calls.add_document)
@@ -225,26 +236,26 @@ class AsyncMemoryClient:
         session_id: str | None = None,
     ) -> int:
         """As ``MemoryClient.export_jsonl``."""
-        pages, count = jsonl.Pager(_EXPORT_PAGE), 0
-        while (offset := pages.next_offset()) is not None:
+        count, cursor = 0, None
+        while True:
             page = await self.list(
                 agent_id=agent_id,
                 scope=scope,
                 session_id=session_id,
-                limit=_EXPORT_PAGE,
-                offset=offset,
+                limit=jsonl.EXPORT_PAGE,
+                include_superseded=True,
+                cursor=cursor,
             )
-            for memory in pages.take(page):
+            for memory in page["memories"]:
                 out.write(jsonl.memory_line(memory))
                 count += 1
-        return count
+            if (cursor := page["next_cursor"]) is None:
+                return count
 
-    async def import_jsonl(self, lines: IO[str]) -> jsonl.ImportResult:
+    async def import_jsonl(self, lines: IO[str], *, replace: bool = False) -> jsonl.ImportResult:
         """As ``MemoryClient.import_jsonl``."""
-        plan = jsonl.read_export(lines)
-        for call in plan.calls:
-            await self.send(call)
-        return plan.result
+        plan = jsonl.read_export(lines, replace=replace)
+        return plan.tally([await self.send(call) for call in plan.calls])
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -24,6 +24,7 @@ __all__ = [
     "MemoryHistory",
     "MemoryPage",
     "Provenance",
+    "Restored",
     "Scope",
     "SearchHit",
     "SearchMode",
@@ -77,6 +78,16 @@ class MemoryPage(TypedDict):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None
+    """Pass it as ``cursor`` for the page after this one; None on the last page."""
+
+
+class Restored(TypedDict):
+    restored: int
+    """Memories written, each with all its versions."""
+    versions: int
+    skipped: int
+    """Memories the store held already, left as they were (no ``replace``)."""
 
 
 class SearchHit(TypedDict):

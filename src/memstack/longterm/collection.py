@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memstack._json import JSON
 from memstack.errors import InvalidInput
+from memstack.longterm.secrets import refuse_secrets
 from memstack.storage.namespace import Namespace
 
 __all__ = ["Collection"]
@@ -31,6 +33,12 @@ class Collection:
             _check(field, value)
         if self.workspace_id is not None:
             _check("workspace_id", self.workspace_id)
+        ids: dict[str, JSON] = {
+            "user_id": self.user_id,
+            "namespace": self.namespace,
+            "workspace_id": self.workspace_id,
+        }
+        refuse_secrets(ids, where="a collection's name")  # the name is stored
         if len(self.name.encode()) > _MAX_NAME_BYTES:
             raise InvalidInput(
                 f"the collection name for this user, namespace and workspace is over "

@@ -822,8 +822,15 @@ def _check_k(k: object) -> None:
 
 
 def _secret_outcome(candidate: Candidate) -> RememberOutcome | None:
-    """The ``secret`` outcome when the candidate's text or metadata looks like a secret."""
-    found = find_secret({"text": candidate.text, "metadata": candidate.metadata})
+    """The ``secret`` outcome when a string the candidate stores (its text, its metadata,
+    its provenance detail) looks like a secret."""
+    found = find_secret(
+        {
+            "text": candidate.text,
+            "metadata": candidate.metadata,
+            "provenance_detail": candidate.provenance_detail,
+        }
+    )
     if found is None:
         return None
     return RememberOutcome(status="secret", text=candidate.text, secret_kind=found.kind)

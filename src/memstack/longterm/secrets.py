@@ -32,10 +32,17 @@ placeholders out: "The password was changed", ``postgres://USER:PASSWORD@HOST/DB
 whose value fails is skipped and the scan goes on after its value, so the number of
 candidates, and the Python work, stays linear too. False positives are preferable to
 persisting a real key.
+
+Structured input: a dict key that names a credential (``{"password": "letmein"}``,
+``{"clientSecret": "x"}``) is judged with its value as the assignment it stands for, and a
+quote escaped by JSON inside a string (a tool's arguments: ``{\"token\": \"abc\"}``)
+counts as a quote. ``memstack.longterm.redaction`` replaces what this finds, for the one
+path that must not refuse.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -44,7 +51,7 @@ import re2
 
 from memstack._json import JSON
 from memstack.errors import InvalidInput
-from memstack.longterm._assignment import VALUE_WORDS, Groups, judge_assignment
+from memstack.longterm._assignment import VALUE_WORDS, Groups, judge_assignment, key_role
 from memstack.longterm._tokenness import Level, passes
 
 __all__ = [
@@ -84,7 +91,7 @@ MAX_CANDIDATES: Final = 512
 """How many framed values one scan judges before it refuses the text as a whole."""
 TOO_MANY_CANDIDATES: Final = "too_many_candidates"
 
-_VALUE: Final = r"""[^\s"'`,;<>()\[\]{}]{1,64}"""
+_VALUE: Final = r"""[^\s"'`,;<>()\[\]{}\\]{1,64}"""
 
 EXACT: Final = (
     SecretShape(
@@ -126,15 +133,17 @@ EXACT: Final = (
     SecretShape(name="firebase_key", pattern=r":APA91b[A-Za-z0-9_-]{40}"),
     SecretShape(
         name="gcp_service_account",
-        pattern=r"\btype[\"']?[ \t]*[:=][ \t]*[\"']?service_account\b"
-        r"|\bprivate_key_id[\"']?[ \t]*[:=][ \t]*[\"']?[0-9a-f]{40}",
+        pattern=r"\btype(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?service_account\b"
+        r"|\bprivate_key_id(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?[0-9a-f]{40}",
     ),
 )
 
 FRAMED: Final = (
     SecretShape(
         name="aws_secret",
-        pattern=r"(?i)aws_secret_access_key[\"']?\s*[:=]\s*[\"']?(?P<v>" + _VALUE + ")",
+        pattern=r"(?i)aws_secret_access_key(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?P<v>"
+        + _VALUE
+        + ")",
         judge=_level("password"),
     ),
     SecretShape(
@@ -147,7 +156,7 @@ FRAMED: Final = (
     ),
     SecretShape(
         name="npm_token",
-        pattern=r"(?i)_authToken\s*=\s*[\"']?(?P<v>" + _VALUE + ")",
+        pattern=r"(?i)_authToken\s*=\s*(?:\\?[\"'])?(?P<v>" + _VALUE + ")",
         judge=_level("password"),
     ),
     SecretShape(
@@ -157,7 +166,7 @@ FRAMED: Final = (
     ),
     SecretShape(
         name="authorization_header",
-        pattern=r"(?i)\bauthorization[\"']?\s*:\s*[\"']?"
+        pattern=r"(?i)\bauthorization(?:\\?[\"'])?\s*:\s*(?:\\?[\"'])?"
         r"(?:(?P<scheme>bearer|basic|token|bot|digest)\s+)?(?P<v>[A-Za-z0-9._~+/=-]{1,64})",
         judge=_header,
     ),
@@ -183,9 +192,9 @@ ASSIGNMENT: Final = (
         # follows (a call? the end of the clause?). The scan resumes after the value.
         pattern=r"(?i)(?:(?P<pre>\b[A-Za-z0-9]{1,20})[ \t]+)?"
         r"(?P<k>[A-Za-z0-9_.-]{0,40}?)(?P<n>" + _NOUN + r")"
-        r"(?P<s>(?:[_.-]?(?:" + "|".join(VALUE_WORDS) + r"))*)(?P<q>[\"']?)"
+        r"(?P<s>(?:[_.-]?(?:" + "|".join(VALUE_WORDS) + r"))*)(?P<q>(?:\\?[\"'])?)"
         r"(?P<o>[ \t]*(?::=|=>|=|:)|[ \t]+(?:is|was)(?:[ \t]*:)?)(?P<sp>[ \t]*)"
-        r"(?P<vq>[\"'`]?)(?P<v>" + _VALUE + r")(?P<t>[^\r\n]{0,16})",
+        r"(?P<vq>(?:\\?[\"'`])?)(?P<v>" + _VALUE + r")(?P<t>[^\r\n]{0,16})",
         judge=judge_assignment,
     ),
 )
@@ -237,6 +246,24 @@ class _Tier:
             # empty and comes after the frame's start, so the scan moves on.
             pos = match.end(self.groups[i]["v"])
         return None, budget
+
+    def spans(self, data: bytes, budget: int) -> Iterator[tuple[int, int, str]]:
+        """Every credential in ``data``: its byte span (a known shape's match, a frame's
+        or an assignment's value) and its shape's name. ``budget`` as for ``first``."""
+        pos = 0
+        while (match := self.regex.search(data, pos)) is not None:
+            i = next(i for i, marker in enumerate(self.markers) if match.start(marker) >= 0)
+            shape, value = self.shapes[i], self.groups[i].get("v")
+            if shape.judge is None:
+                yield match.start(self.markers[i]), match.end(self.markers[i]), shape.name
+                pos = match.end()
+                continue
+            if budget == 0:
+                return
+            budget -= 1
+            if shape.judge(_values(match, self.groups[i])):
+                yield match.start(value), match.end(value), shape.name
+            pos = match.end(value)
 
 
 def _values(match: Any, groups: dict[str, int]) -> dict[str, str | None]:
@@ -329,5 +356,21 @@ def _strings(fields: Mapping[str, JSON]) -> Iterator[tuple[str, str, bool]]:
             for key, item in reversed(list(value.items())):
                 yield path, key, True
                 stack.append((f"{path}.{key[:40]}", item))
+                if isinstance(item, str) and _names_credential(key):
+                    # {"password": "letmein"} is the assignment it stands for
+                    stack.append((f"{path}.{key[:40]}", _assignment(key, item)))
         elif isinstance(value, list):
             stack.extend((f"{path}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+
+
+def _names_credential(key: str) -> bool:
+    """Is a dict key a credential's name (``password``, ``api_key``, ``clientSecret``; not
+    prose such as "I keep my passwords in 1Password")?"""
+    return _IDENTIFIER.fullmatch(key) is not None and key_role(key) is not None
+
+
+_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def _assignment(key: str, value: str) -> str:
+    return f'"{key}": "{value}"'

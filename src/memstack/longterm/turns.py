@@ -22,6 +22,7 @@ from typing import Final
 
 from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput
+from memstack.longterm.secrets import refuse_secrets
 from memstack.storage import Record
 
 __all__ = [
@@ -91,6 +92,8 @@ def check_turn(turn: object, index: int, max_text: int) -> Turn:
         )
     if turn.id is not None and (not isinstance(turn.id, str) or not turn.id.strip()):
         raise InvalidInput(f"{where}.id must be a non-empty string or None.", field=f"{where}.id")
+    ids: dict[str, JSON] = {f"{where}.session_id": turn.session_id, f"{where}.id": turn.id}
+    refuse_secrets(ids, where="long-term memory")  # an id is stored as it is
     to_json(turn.metadata, field=f"{where}.metadata")
     if not isinstance(turn.metadata, dict):
         raise InvalidInput(f"{where}.metadata must be an object.", field=f"{where}.metadata")

@@ -45,6 +45,7 @@ from memstack.server.schemas import (
 )
 from memstack.server.services import Services
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_SEARCH_LIMIT
+from memstack.service.paging import MAX_CURSOR_CHARS
 from memstack.service.principal import Principal
 from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
 from memstack.service.types import MAX_KEY_CHARS, MAX_PROVENANCE_DETAIL_CHARS, MAX_VALUE_CHARS
@@ -198,7 +199,8 @@ def _memory_tools(
 
     @server.tool(
         description="A page of memories, newest first: the current versions, or those valid "
-        "as_of a moment, or every version (include_superseded); not both.",
+        "as_of a moment, or every version (include_superseded); not both. For the next "
+        "page pass its next_cursor as cursor (null: the last page).",
         annotations=read_only,
     )
     async def list_memories(
@@ -208,6 +210,14 @@ def _memory_tools(
         key: Annotated[str | None, Field(min_length=1, max_length=MAX_KEY_CHARS)] = None,
         limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 50,
         offset: Annotated[int, Field(ge=0, le=MAX_LIST_OFFSET)] = 0,
+        cursor: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=MAX_CURSOR_CHARS,
+                description="The next_cursor of the page before: the page after it, at any depth.",
+            ),
+        ] = None,
         as_of: AsOf = None,
         include_superseded: Annotated[
             bool, Field(description="Every version, current or closed, each with its validity.")
@@ -223,6 +233,7 @@ def _memory_tools(
                 key=key,
                 limit=limit,
                 offset=offset,
+                cursor=cursor,
                 as_of=as_of,
                 include_superseded=include_superseded,
                 provenances=provenances,

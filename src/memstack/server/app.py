@@ -14,7 +14,7 @@ from fastapi import FastAPI
 
 from memstack import __version__
 from memstack.inspector import inspector_router
-from memstack.mcp.http import mount_mcp
+from memstack.mcp.http import MAX_STREAM_S, mount_mcp
 from memstack.server.body_limits import RouteBodyLimits
 from memstack.server.docs import mount_docs
 from memstack.server.errors import install_error_handlers
@@ -46,6 +46,7 @@ def create_app(
     owns_services: bool = False,
     request_threads: int | None = None,
     hot_routes: bool = True,
+    mcp_stream_s: float = MAX_STREAM_S,
 ) -> FastAPI:
     """The REST API over ``services``.
 
@@ -55,6 +56,7 @@ def create_app(
     passes ``REQUEST_THREADS``); None leaves the loop's own. ``hot_routes`` answers
     storing and searching memories without FastAPI's per-request machinery, with the
     same answers (``memstack.server.hot_routes``); False sends them through FastAPI.
+    ``mcp_stream_s`` bounds a ``GET /mcp`` stream (``memstack.mcp.http``).
     """
 
     @asynccontextmanager
@@ -86,7 +88,7 @@ def create_app(
     app.include_router(api_routes(services))
     mount_docs(app)
     app.include_router(inspector_router())  # /ui: the web inspector's static page
-    mount_mcp(app, services)  # /mcp: the MCP server, behind the same Bearer keys
+    mount_mcp(app, services, max_stream_s=mcp_stream_s)  # /mcp: MCP, behind the same keys
     if hot_routes:
         app.add_middleware(HotRoutes, services=services)  # inside BodyLimit: added first
     app.add_middleware(RouteBodyLimits, max_bytes=max_body_bytes)
@@ -114,4 +116,5 @@ def create_app_from_env(env: Mapping[str, str] | None = None) -> FastAPI:
         max_body_bytes=settings.max_body_bytes,
         owns_services=True,
         request_threads=REQUEST_THREADS,
+        mcp_stream_s=settings.mcp_stream_s,
     )

@@ -21,6 +21,8 @@ KNOWLEDGE_BODY_BYTES: Final = 10 * 1024 * 1024
 """The body of ``POST /api/knowledge``: a document of up to 10 MiB (``MAX_DOCUMENT_CHARS``)."""
 LARGER_BODIES: Final[Mapping[tuple[str, str], int]] = {
     ("POST", "/api/knowledge"): KNOWLEDGE_BODY_BYTES,
+    # memories restored with all their versions: up to 21 versions of 32k characters
+    ("POST", "/api/memories/restore"): KNOWLEDGE_BODY_BYTES,
 }
 """The routes whose bodies may be larger than the server's limit, by (method, path)."""
 

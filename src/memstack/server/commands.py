@@ -7,6 +7,7 @@ import json
 import os
 import re
 import socket
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memstack.errors import MemstackError
+from memstack.home import first_key_file, write_private
 from memstack.server.settings import ServerSettings
 from memstack.service.api_keys import ApiKeys, KeyInfo
 
@@ -104,6 +106,7 @@ def serve(
                     services,
                     max_body_bytes=settings.max_body_bytes,
                     request_threads=REQUEST_THREADS,
+                    mcp_stream_s=settings.mcp_stream_s,
                 )
                 _run(app, settings, listening)
         finally:
@@ -170,11 +173,7 @@ def _prepare(services: Services, settings: ServerSettings) -> None:
     import asyncio
 
     if services.keys.count_active() == 0:
-        raw, info = services.keys.create(tenant="default", label="created by memstack serve")
-        click.echo(
-            f"No API key existed, so one was created for tenant {info.tenant!r}.\n"
-            f"It is shown only this once; keep it:\n\n    {raw}\n"
-        )
+        _first_key(services.keys, settings, to_terminal=sys.stdout.isatty())
     services.embedder.embed_batch(["warm up"])
     try:
         loaded = asyncio.run(services.memories.warmup())
@@ -182,6 +181,30 @@ def _prepare(services: Services, settings: ServerSettings) -> None:
         loaded = 0
         click.echo(f"warmup skipped: {exc}", err=True)
     click.echo(f"memstack {settings.described}; warmed {loaded} memories into the short-term tier")
+
+
+def _first_key(keys: ApiKeys, settings: ServerSettings, *, to_terminal: bool) -> None:
+    """The key made when none exists: printed to a terminal, else written to a file only
+    its owner reads and only its path printed: a service manager logs what is printed."""
+    raw, info = keys.create(tenant="default", label="created by memstack serve")
+    made = f"No API key existed, so one was created for tenant {info.tenant!r}.\n"
+    if to_terminal:
+        click.echo(f"{made}It is shown only this once; keep it:\n\n    {raw}\n")
+        return
+    path = first_key_file(settings.db, postgres=bool(settings.postgres_url)).absolute()
+    try:
+        write_private(path, raw + "\n")
+    except OSError as exc:
+        keys.revoke(info.id)  # a key nobody can read would only be a risk
+        raise click.ClickException(
+            f"cannot write the first API key to {path}: {exc.strerror or exc}; make that "
+            "folder writable (or set MEMSTACK_HOME), or create a key with `memstack keys "
+            "create --tenant default`."
+        ) from exc
+    click.echo(
+        f"{made}This output is not a terminal, so the key is not printed: it is in {path} "
+        "(readable by its owner only). Keep it, then delete the file.\n"
+    )
 
 
 def _run(app: FastAPI | str, settings: ServerSettings, listening: socket.socket) -> None:
@@ -225,6 +248,12 @@ def keys() -> None:
 @click.option("--tenant", required=True, help="The tenant the key acts for.")
 @click.option("--agents", default=None, help="Comma-separated agent ids the key is limited to.")
 @click.option("--label", default=None, help="A note to recognise the key by.")
+@click.option(
+    "--global-write",
+    is_flag=True,
+    help="With --agents: the key may also change global memories and knowledge documents "
+    "(without it, it only reads them). A key without --agents always may.",
+)
 @_db
 @_postgres
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -232,6 +261,7 @@ def keys_create(
     tenant: str,
     agents: str | None,
     label: str | None,
+    global_write: bool,
     db: Path | None,
     postgres_url: str | None,
     as_json: bool,
@@ -239,7 +269,9 @@ def keys_create(
     """Create a key; the raw key is printed only now."""
     agent_list = [a.strip() for a in agents.split(",") if a.strip()] if agents else None
     with _keys(db, postgres_url) as api_keys:
-        raw, info = api_keys.create(tenant=tenant, agents=agent_list, label=label)
+        raw, info = api_keys.create(
+            tenant=tenant, agents=agent_list, label=label, global_write=global_write
+        )
     if as_json:
         click.echo(
             json.dumps(
@@ -248,6 +280,7 @@ def keys_create(
                     "tenant": info.tenant,
                     "id": info.id,
                     "agents": info.agents and list(info.agents),
+                    "global_write": info.may_write_global,
                 }
             )
         )
@@ -270,7 +303,10 @@ def keys_list(tenant: str | None, db: Path | None, postgres_url: str | None, as_
     for k in found:
         state = "active" if k.active else "revoked"
         agents = ",".join(k.agents) if k.agents else "*"
-        click.echo(f"{k.id}  {k.tenant:<20} agents={agents:<20} {state:<8} {k.label or ''}")
+        writes = "global-write" if k.may_write_global else "global-read"
+        click.echo(
+            f"{k.id}  {k.tenant:<20} agents={agents:<20} {writes:<12} {state:<8} {k.label or ''}"
+        )
 
 
 @keys.command("revoke")
@@ -325,6 +361,7 @@ def _key_json(info: KeyInfo) -> dict[str, object]:
         "tenant": info.tenant,
         "agents": list(info.agents) if info.agents else None,
         "label": info.label,
+        "global_write": info.may_write_global,
         "active": info.active,
         "created_at": _iso(info.created_at),
         "revoked_at": None if info.revoked_at is None else _iso(info.revoked_at),

@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstack.errors import ConfigError, InvalidInput, NotFound, StoreUnavailable
@@ -38,6 +39,15 @@ _EMPTY = "the request body is empty; send a JSON object."
 _NOT_JSON_TYPE = (
     "the request body was not read as JSON; send a JSON object with Content-Type: application/json."
 )
+_TOO_DEEP = (
+    "the request body is nested too deeply to read; send a JSON object nested at most "
+    "200 levels deep."
+)
+_NOT_UTF8 = "the request body is not UTF-8; send a JSON object encoded as UTF-8."
+_LONG_NUMBER = (
+    "a number in the request body has more than 4300 digits; send numbers within the "
+    "ranges the fields take."
+)
 
 RETRY_AFTER_S: Final = 1
 """The ``Retry-After`` of a 503, in seconds: the PostgreSQL pool tries to reconnect about
@@ -50,6 +60,13 @@ RETRY_AFTER_DOC: Final[dict[str, Any]] = {
     }
 }
 """The OpenAPI ``headers`` of a 503 answer."""
+ALLOW_DOC: Final[dict[str, Any]] = {
+    "Allow": {
+        "description": "The methods the path answers.",
+        "schema": {"type": "string", "example": "GET, HEAD, POST"},
+    }
+}
+"""The OpenAPI ``headers`` of a 405 answer."""
 _HEADERS: Final = {
     401: {"WWW-Authenticate": "Bearer"},
     503: {"Retry-After": str(RETRY_AFTER_S)},
@@ -67,7 +84,8 @@ _DOCUMENTED: dict[int, tuple[str, str, str, str | None]] = {
     ),
     403: (
         "forbidden",
-        "The API key is limited to other agents.",
+        "The API key is limited to other agents, or may not change global memories and "
+        "knowledge (created without `--global-write`).",
         "this API key may not act for agent 'billing'; it is limited to support-bot.",
         "agent_id",
     ),
@@ -114,6 +132,8 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         }
         if status == 503:
             out[status]["headers"] = RETRY_AFTER_DOC
+        if status == 405:
+            out[status]["headers"] = ALLOW_DOC
     return out
 
 
@@ -183,11 +203,45 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400:  # the body could not be decoded at all
-            return error_response(400, "malformed_json", _NOT_JSON, "body")
+            return error_response(400, "malformed_json", _unreadable(exc.__cause__), "body")
         code = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}.get(
             exc.status_code, "http_error"
         )
-        return error_response(exc.status_code, code, str(exc.detail))
+        response = error_response(exc.status_code, code, str(exc.detail))
+        if exc.status_code == 405:
+            response.headers["Allow"] = _allowed(request, exc)
+        return response
+
+
+_METHODS: Final = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _unreadable(cause: BaseException | None) -> str:
+    """Why FastAPI could not read the body as JSON: ``json.loads`` raised ``cause``."""
+    if isinstance(cause, RecursionError):
+        return _TOO_DEEP
+    if isinstance(cause, UnicodeDecodeError):
+        return _NOT_UTF8
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        return _LONG_NUMBER
+    return _NOT_JSON
+
+
+def _allowed(request: Request, exc: StarletteHTTPException) -> str:
+    """Every method a route of the request's path answers, asked of the routes as the
+    router asks them: Starlette's own ``Allow`` names those of the first route that
+    matched the path only (``/api/memories`` has three)."""
+    routes = [r for r in request.app.router.routes if not isinstance(r, Mount)]
+    methods = [
+        method
+        for method in _METHODS
+        if any(r.matches({**request.scope, "method": method})[0] is Match.FULL for r in routes)
+    ]
+    if methods:
+        return ", ".join(methods)
+    # No route but a mount's: the mounted app's own 405 (the docs' static assets answer
+    # GET and HEAD).
+    return (exc.headers or {}).get("Allow", "GET, HEAD")
 
 
 def _unparsed_body(error: Any) -> str | None:
@@ -198,7 +252,7 @@ def _unparsed_body(error: Any) -> str | None:
         return None
     if error.get("type") == "missing":
         return _EMPTY
-    if isinstance(error.get("input"), bytes | str):
+    if isinstance(error.get("input"), bytes):  # a JSON string is a document: a 422
         return _NOT_JSON_TYPE
     return None
 
@@ -212,7 +266,12 @@ def _field(loc: Any) -> str:
 
 
 class BodyLimit:
-    """Refuse request bodies over ``max_bytes`` with 413, before any route reads them."""
+    """Refuse request bodies over ``max_bytes`` with 413: a declared ``Content-Length``
+    before the app runs, a chunked body as soon as it has sent more.
+
+    Reading past the limit raises in the app, and the app may catch that (FastAPI turns
+    any error reading a body into a 400); so once the limit is passed, whatever the app
+    answers is dropped and the 413 is sent instead."""
 
     def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
         self.app = app
@@ -226,20 +285,13 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._too_large(scope, receive, send)
             return
-        seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise _TooLarge
-            return message
-
+        counted = _Counted(receive, send, self.max_bytes)
         try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
+            await self.app(scope, counted.receive, counted.send)
+        except Exception:
+            if not counted.over or counted.started:
+                raise
+        if counted.over and not counted.started:
             await self._too_large(scope, receive, send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -250,6 +302,36 @@ class BodyLimit:
             "body",
         )
         await response(scope, receive, send)
+
+
+class _Counted:
+    """A request's ``receive`` that raises ``_TooLarge`` past ``max_bytes``, and its
+    ``send``, which drops whatever the app answers after that."""
+
+    def __init__(self, receive: Receive, send: Send, max_bytes: int) -> None:
+        self._receive = receive
+        self._send = send
+        self.max_bytes = max_bytes
+        self.seen = 0
+        self.over = False
+        self.started = False
+
+    async def receive(self) -> Message:
+        if self.over:
+            raise _TooLarge
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self.seen += len(message.get("body", b""))
+            self.over = self.seen > self.max_bytes
+            if self.over:
+                raise _TooLarge
+        return message
+
+    async def send(self, message: Message) -> None:
+        if self.over:  # the app's answer to a body it could not read: the 413 replaces it
+            return
+        self.started = self.started or message["type"] == "http.response.start"
+        await self._send(message)
 
 
 class _TooLarge(Exception):

@@ -19,7 +19,8 @@ answered there as before:
 - a body without ``Content-Type: application/json``;
 - no Bearer key, or one that does not authenticate (FastAPI answers the 401);
 - a body that is not JSON, or that the request model refuses (FastAPI answers the
-  400 or 422 with every field's error);
+  400 or 422 with every field's error), or with more than 200 brackets, which might
+  nest deeper than ``json.loads`` recurses (FastAPI answers);
 - a listing with any query parameter but ``agent_id``, ``limit`` and ``offset``, one of
   them twice, or a value FastAPI might read otherwise than plain digits and an id of
   1-128 characters (FastAPI answers, a 422 where it refuses one).
@@ -71,6 +72,9 @@ _ROUTES: Final[dict[tuple[str, str], tuple[type[BaseModel], _Answer, int]]] = {
 }
 _LIST: Final = ("GET", "/api/memories")
 _DIGITS: Final = re.compile(r"0|[1-9][0-9]{0,8}")
+_MAX_OPENINGS: Final = 200
+"""Brackets (``{`` and ``[``, in strings too) a body answered here may hold: far more than
+a memory or a search takes, far fewer than the ~1,000 levels ``json.loads`` can nest."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,8 +247,12 @@ def _replay(body: bytes) -> Receive:
 
 def _parsed(model: type[BaseModel], body: bytes) -> BaseModel | None:
     """``body`` read as FastAPI reads a JSON body (``json.loads``, then the model), or
-    None if FastAPI would refuse it."""
+    None if FastAPI would refuse it, or might: a body with more than ``_MAX_OPENINGS``
+    objects and arrays could be nested deeper than ``json.loads`` can recurse from here,
+    and FastAPI, deeper in the stack, would give up sooner."""
+    if body.count(b"{") + body.count(b"[") > _MAX_OPENINGS:
+        return None
     try:
         return model.model_validate(json.loads(body))
-    except (ValueError, ValidationError):  # JSONDecodeError and UnicodeDecodeError too
+    except (ValueError, ValidationError, RecursionError):  # JSONDecodeError, UnicodeDecodeError
         return None

@@ -13,9 +13,13 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from memstack.server.auth import bearer_principal
 from memstack.server.errors import RETRY_AFTER_DOC, RETRY_AFTER_S, error_responses
 from memstack.server.health import HealthCheck
+from memstack.server.restore_schemas import RestoreOut, RestoreRequest, restore_in
 from memstack.server.schemas import (
     AS_OF_HELP,
+    DOCUMENT_ID_PATTERN,
+    ID_PATTERN,
     ID_RULE,
+    MEMORY_ID_PATTERN,
     PROVENANCE_FILTER_HELP,
     ContextOut,
     Deleted,
@@ -48,14 +52,29 @@ from memstack.server.schemas import (
 from memstack.server.services import Services
 from memstack.service import knowledge as kb
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemoryService
+from memstack.service.paging import MAX_CURSOR_CHARS
 from memstack.service.principal import Principal
 from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
 
 __all__ = ["api_routes", "health_route", "searched", "stored"]
 
-IdParam = Annotated[str, Query(min_length=1, max_length=128, description=ID_RULE)]
-MemoryId = Annotated[str, Path(max_length=200, description="A memory's id (mem_...).")]
-DocumentId = Annotated[str, Path(max_length=200, description="A document's id (doc_...).")]
+IdParam = Annotated[
+    str, Query(min_length=1, max_length=128, description=ID_RULE, json_schema_extra=ID_PATTERN)
+]
+MemoryId = Annotated[
+    str,
+    Path(
+        max_length=200, description="A memory's id (mem_...).", json_schema_extra=MEMORY_ID_PATTERN
+    ),
+]
+DocumentId = Annotated[
+    str,
+    Path(
+        max_length=200,
+        description="A document's id (doc_...).",
+        json_schema_extra=DOCUMENT_ID_PATTERN,
+    ),
+]
 
 # Every /api route: no key (401), a store down (503), the wrong method on its path (405).
 _ALWAYS = (401, 405, 503)
@@ -71,8 +90,27 @@ def api_routes(services: Services) -> APIRouter:
     """Every authenticated route, under ``/api``."""
     router = APIRouter(prefix="/api")
     router.include_router(_memory_routes(services))
+    router.include_router(_restore_routes(services))
     router.include_router(_context_routes(services))
     router.include_router(_knowledge_routes(services))
+    return router
+
+
+def _restore_routes(services: Services) -> APIRouter:
+    router = APIRouter(tags=["memories"])
+    Caller = Annotated[Principal, Depends(bearer_principal(services.keys))]
+    memories = services.memories
+
+    @router.post("/memories/restore", responses=error_responses(*_ALWAYS, *_BODY, 403))
+    async def restore_memories(body: RestoreRequest, caller: Caller) -> RestoreOut:
+        """Write back memories of an export, each with every version of it (history,
+        validity, times, provenance), in one transaction: ``memstack memories import``.
+        A memory the store already holds is left as it is (``skipped``) unless
+        ``replace``. Ids follow from the key's tenant and each identity, as for a store;
+        running it again changes nothing."""
+        done = await memories.restore(caller, restore_in(body), replace=body.replace)
+        return RestoreOut(restored=done.memories, versions=done.versions, skipped=done.skipped)
+
     return router
 
 
@@ -95,6 +133,15 @@ def _memory_routes(services: Services) -> APIRouter:
         key: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
         offset: Annotated[int, Query(ge=0, le=MAX_LIST_OFFSET)] = 0,
+        cursor: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=MAX_CURSOR_CHARS,
+                description="The next_cursor of the page before: the page after it, at any "
+                "depth (offset then skips that many more).",
+            ),
+        ] = None,
         as_of: Annotated[float | None, Query(allow_inf_nan=False, description=AS_OF_HELP)] = None,
         include_superseded: Annotated[
             bool,
@@ -110,7 +157,8 @@ def _memory_routes(services: Services) -> APIRouter:
         ] = None,
     ) -> MemoryPageOut:
         """A page of memories, newest first: the current versions, or those valid
-        ``as_of`` a moment, or every version (``include_superseded``); not both."""
+        ``as_of`` a moment, or every version (``include_superseded``); not both. Page
+        with ``cursor`` (each page's ``next_cursor``) at any depth, or ``offset``."""
         return await listed(
             memories,
             caller,
@@ -120,6 +168,7 @@ def _memory_routes(services: Services) -> APIRouter:
             key=key,
             limit=limit,
             offset=offset,
+            cursor=cursor,
             as_of=as_of,
             include_superseded=include_superseded,
             provenances=provenance,
@@ -155,7 +204,7 @@ def _memory_routes(services: Services) -> APIRouter:
         replaced it; also after the memory cap evicted it. A deleted memory has none."""
         return history_out(memory_id, await memories.history(caller, memory_id))
 
-    @router.put("/memories/{memory_id}", responses=error_responses(*_ALWAYS, *_BODY, 404))
+    @router.put("/memories/{memory_id}", responses=error_responses(*_ALWAYS, *_BODY, 403, 404))
     async def update_memory(memory_id: MemoryId, body: MemoryUpdate, caller: Caller) -> MemoryOut:
         """Change value, metadata, TTL (``"ttl": null`` removes it) or provenance in every
         tier."""
@@ -169,7 +218,7 @@ def _memory_routes(services: Services) -> APIRouter:
             changes["ttl"] = body.ttl
         return memory_out(await memories.update(caller, memory_id, **changes))
 
-    @router.delete("/memories/{memory_id}", responses=error_responses(*_ALWAYS, 404, 422))
+    @router.delete("/memories/{memory_id}", responses=error_responses(*_ALWAYS, 403, 404, 422))
     async def delete_memory(memory_id: MemoryId, caller: Caller) -> Deleted:
         removed = await memories.delete(caller, memory_id)
         return Deleted(deleted=True, id=removed.id)
@@ -254,7 +303,7 @@ def _knowledge_routes(services: Services) -> APIRouter:
     @router.post(
         "/knowledge",
         status_code=201,
-        responses={**error_responses(*_ALWAYS, *_BODY), 202: _INDEXING},
+        responses={**error_responses(*_ALWAYS, *_BODY, 403), 202: _INDEXING},
     )
     async def add_document(
         body: KnowledgeCreate, caller: Caller, request: Request, response: Response
@@ -302,7 +351,7 @@ def _knowledge_routes(services: Services) -> APIRouter:
         """The document without its text: poll this while it is ``indexing``."""
         return document_summary(await knowledge.status(caller, document_id))
 
-    @router.delete("/knowledge/{document_id}", responses=error_responses(*_ALWAYS, 404, 422))
+    @router.delete("/knowledge/{document_id}", responses=error_responses(*_ALWAYS, 403, 404, 422))
     async def delete_document(document_id: DocumentId, caller: Caller) -> Deleted:
         removed = await knowledge.delete(caller, document_id)
         return Deleted(deleted=True, id=removed.id)

@@ -18,6 +18,7 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StrictStr,
+    WithJsonSchema,
 )
 
 from memstack.service.knowledge import (
@@ -31,7 +32,10 @@ from memstack.service.knowledge import (
 )
 from memstack.service.memories import MemoryPage, SearchHit
 from memstack.service.prompt import PromptContext
+from memstack.service.ttl import MAX_TTL_SECONDS, MIN_TTL_SECONDS
 from memstack.service.types import (
+    ID_PART_PATTERN,
+    MAX_ID_PART_CHARS,
     MAX_KEY_CHARS,
     MAX_PROVENANCE_DETAIL_CHARS,
     MAX_VALUE_CHARS,
@@ -51,8 +55,35 @@ AS_OF_HELP = (
     "Seconds since the epoch: answer with the versions valid at that moment (each carries "
     "the id of its memory) instead of the current ones."
 )
-Ttl = StrictStr | StrictInt | StrictFloat | None
 ID_RULE = "1-128 characters: a letter or digit (any script), then letters, digits and _ . : @ / -"
+ID_PATTERN: dict[str, Any] = {"pattern": ID_PART_PATTERN}
+"""The id rule as JSON Schema (``json_schema_extra``). Documented, not checked here: the
+service checks every id with Python's ``re`` (``check_id_part``), whose ``\\w`` pydantic's
+regex engine reads otherwise, and its message names the field and the rule."""
+MEMORY_ID_PATTERN: dict[str, Any] = {"pattern": r"^mem_[0-9a-f]{32}(?!\n)$"}
+"""Every memory id (``types.memory_id``); another answers 404."""
+DOCUMENT_ID_PATTERN: dict[str, Any] = {"pattern": r"^doc_[0-9a-f]{32}(?!\n)$"}
+"""Every knowledge document id; another answers 404."""
+IdPart = Annotated[
+    StrictStr, Field(min_length=1, max_length=MAX_ID_PART_CHARS, json_schema_extra=ID_PATTERN)
+]
+"""A tenant, agent or session id in a body."""
+_TTL_SECONDS: dict[str, Any] = {"minimum": MIN_TTL_SECONDS, "maximum": MAX_TTL_SECONDS}
+Ttl = Annotated[
+    Any,
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "description": "An ISO 8601 time, at most ten years away."},
+                {"type": "integer", **_TTL_SECONDS},
+                {"type": "number", **_TTL_SECONDS},
+                {"type": "null"},
+            ]
+        }
+    ),
+]
+"""A TTL, taken as sent: its rule (``service.ttl``), types included, is checked by the
+service, once for every way in (REST, MCP, client, library), and documented here."""
 
 
 def _whole(value: object) -> object:
@@ -84,14 +115,12 @@ class MemoryCreate(_Body):
             ]
         }
     )
-    agent_id: StrictStr = Field(min_length=1, max_length=128, description=ID_RULE)
+    agent_id: IdPart = Field(description=ID_RULE)
     key: StrictStr = Field(min_length=1, max_length=MAX_KEY_CHARS)
     value: StrictStr = Field(min_length=1, max_length=MAX_VALUE_CHARS)
     scope: ScopeName = "agent"
-    session_id: StrictStr | None = Field(
+    session_id: IdPart | None = Field(
         default=None,
-        min_length=1,
-        max_length=128,
         description=f"Only for scope 'session'; omitted, the session is 'default'. {ID_RULE}",
     )
     metadata: dict[str, Any] | None = None
@@ -135,13 +164,9 @@ class SearchRequest(_Body):
         }
     )
     query: StrictStr = Field(min_length=1, max_length=MAX_VALUE_CHARS)
-    agent_id: StrictStr | None = Field(
-        default=None, min_length=1, max_length=128, description=ID_RULE
-    )
+    agent_id: IdPart | None = Field(default=None, description=ID_RULE)
     scope: ScopeName | None = None
-    session_id: StrictStr | None = Field(
-        default=None, min_length=1, max_length=128, description=ID_RULE
-    )
+    session_id: IdPart | None = Field(default=None, description=ID_RULE)
     key: StrictStr | None = Field(default=None, min_length=1, max_length=MAX_KEY_CHARS)
     mode: Literal["hybrid", "text", "semantic"] = "hybrid"
     limit: WholeNumber = Field(default=10, ge=1, le=100)
@@ -283,6 +308,10 @@ class MemoryPageOut(BaseModel):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        description="Pass it as cursor to get the page after this one (at any depth, "
+        "stable while memories are stored); null on the last page."
+    )
 
 
 class SearchHitOut(BaseModel):
@@ -416,6 +445,7 @@ def page_out(page: MemoryPage) -> MemoryPageOut:
         total=page.total,
         limit=page.limit,
         offset=page.offset,
+        next_cursor=page.next_cursor,
     )
 
 

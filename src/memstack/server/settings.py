@@ -41,6 +41,9 @@ class ServerSettings:
     ltm_max_entries: int = 200
     """``LTM_MAX_ENTRIES``: memories per agent in the long-term tier; 0 = unlimited."""
     max_body_bytes: int = 1_048_576
+    mcp_stream_s: int = 300
+    """``MEMSTACK_MCP_STREAM_S``: seconds a ``GET /mcp`` stream stays open (it carries
+    nothing: the MCP server is stateless; a client opens another)."""
     durable: bool = False
     """``--durable`` / ``MEMSTACK_DURABLE=1``: SQLite ``synchronous=FULL``, so acknowledged
     writes survive power loss too (one fsync per write; PostgreSQL is durable already)."""
@@ -85,6 +88,13 @@ class ServerSettings:
                 10_000_000,
             ),
             durable=_bool(pick("durable", "MEMSTACK_DURABLE"), "MEMSTACK_DURABLE"),
+            mcp_stream_s=_int(
+                pick("mcp_stream_s", "MEMSTACK_MCP_STREAM_S"),
+                "MEMSTACK_MCP_STREAM_S",
+                300,
+                1,
+                86_400,
+            ),
             embedding=EmbeddingSettings.from_env(env),
         )
 
@@ -105,6 +115,7 @@ class ServerSettings:
             "MEMSTACK_STM_MAX_ENTRIES": str(self.stm_max_entries),
             "MEMSTACK_LTM_MAX_ENTRIES": str(self.ltm_max_entries),
             "MEMSTACK_DURABLE": "1" if self.durable else "0",
+            "MEMSTACK_MCP_STREAM_S": str(self.mcp_stream_s),
         }
 
     @property

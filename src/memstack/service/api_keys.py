@@ -1,4 +1,5 @@
-"""API keys: stored hashed, each bound to a tenant and optionally to some agents.
+"""API keys: stored hashed, each bound to a tenant and optionally to some agents (such a
+key changes global memories and knowledge only if created with ``global_write``).
 
 A raw key is ``msk_<id>_<secret>``. Only the SHA-256 of the whole key is stored, in the
 record store's ``Namespace("auth", "keys")`` under ``<id>``; checking a key fetches that one
@@ -51,6 +52,14 @@ class KeyInfo:
     label: str | None
     created_at: float
     revoked_at: float | None
+    global_write: bool = False
+    """Created with ``--global-write``: a key limited to ``agents`` may change global
+    memories and knowledge too (``Principal.global_write``)."""
+
+    @property
+    def may_write_global(self) -> bool:
+        """What the key may do: a key for any agent always changes what they share."""
+        return self.agents is None or self.global_write
 
     @property
     def active(self) -> bool:
@@ -88,10 +97,19 @@ class ApiKeys:
         self._verified = _Verified(cached_keys)
 
     def create(
-        self, *, tenant: str, agents: list[str] | None = None, label: str | None = None
+        self,
+        *,
+        tenant: str,
+        agents: list[str] | None = None,
+        label: str | None = None,
+        global_write: bool = False,
     ) -> tuple[str, KeyInfo]:
-        """A new key for ``tenant``: returns the raw key (shown only now) and its info."""
+        """A new key for ``tenant``: returns the raw key (shown only now) and its info.
+        A key limited to ``agents`` changes global memories and knowledge only with
+        ``global_write``."""
         check_id_part(tenant, "tenant")
+        if not isinstance(global_write, bool):
+            raise InvalidInput("global_write must be true or false.", field="global_write")
         if agents is not None:
             if not agents:
                 raise InvalidInput(
@@ -111,6 +129,7 @@ class ApiKeys:
             label=label,
             created_at=now,
             revoked_at=None,
+            global_write=global_write,
         )
         self.records.upsert([_record(info, _digest(raw))])
         self._verified.clear()
@@ -135,7 +154,9 @@ class ApiKeys:
         if not info.active:
             return None
         principal = Principal(
-            tenant=info.tenant, agents=frozenset(info.agents) if info.agents else None
+            tenant=info.tenant,
+            agents=frozenset(info.agents) if info.agents else None,
+            global_write=info.global_write,
         )
         self._verified.put(digest, principal, checked_at, generation)
         return principal
@@ -240,6 +261,7 @@ def _record(info: KeyInfo, digest: str) -> Record:
             "label": info.label,
             "digest": digest,
             "revoked_at": info.revoked_at,
+            "global_write": info.global_write,
         },
         created_at=info.created_at,
         updated_at=info.revoked_at or info.created_at,
@@ -258,4 +280,5 @@ def _info(record: Record) -> KeyInfo:
         label=label if isinstance(label, str) else None,
         created_at=record.created_at,
         revoked_at=float(revoked) if isinstance(revoked, int | float) else None,
+        global_write=meta.get("global_write") is True,  # absent in keys made before it
     )

@@ -22,9 +22,9 @@ import builtins
 import uuid
 from dataclasses import dataclass, fields, replace
 from typing import Final, get_args
-from xml.sax.saxutils import escape
 
 from memstack._json import JSON
+from memstack._prompt_text import escape_prompt_text
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput, NotFound
@@ -131,6 +131,7 @@ class KnowledgeBase:
         with ``background`` after, returning it with the status ``indexing``. If the model
         or the store goes down while it is indexed before returning, ``StoreUnavailable``
         (the document stays stored, ``indexing``, and a server carries on with it)."""
+        principal.check_global_write()
         title = _check_str(title, "title", MAX_TITLE_CHARS)
         text = _check_str(text, "text", MAX_DOCUMENT_CHARS)
         clean_tags = _check_tags(tags)
@@ -206,6 +207,7 @@ class KnowledgeBase:
     async def delete(self, principal: Principal, document_id: str) -> DocumentInfo:
         """Delete the document, its passages and its parts; a job indexing it stops (here
         before its next step, elsewhere when its next write finds the document gone)."""
+        principal.check_global_write(field="id")
         record = await self._record(principal, document_id)
         self.indexer.drop(document_id)
         await asyncio.to_thread(self._delete, principal.tenant, record)
@@ -257,7 +259,8 @@ def render_knowledge(hits: list[KnowledgeHit], *, budget_chars: int = 4_000) -> 
     parts: list[str] = []
     used = len("<knowledge>\n</knowledge>")
     for hit in hits:
-        part = f"<document title={xml_attr(hit.title)}>\n{escape(hit.passage)}\n</document>"
+        passage = escape_prompt_text(hit.passage)
+        part = f"<document title={xml_attr(hit.title)}>\n{passage}\n</document>"
         if used + len(part) + 1 > budget_chars:
             continue
         parts.append(part)

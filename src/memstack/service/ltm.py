@@ -22,7 +22,7 @@ from __future__ import annotations
 import builtins
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, TypeVar
 
 import numpy as np
@@ -44,6 +44,7 @@ from memstack.service.versions import (
     closed_order,
     next_version,
     starts,
+    version_id,
 )
 from memstack.storage import Cap, Expect, Filter, Namespace, Order, Record, RecordStore
 from memstack.storage.backend import stamp
@@ -53,6 +54,7 @@ __all__ = [
     "FIRST_EPOCH",
     "TRIES",
     "LongTermTier",
+    "Restoring",
     "Written",
     "encode_part",
     "from_record",
@@ -76,6 +78,16 @@ class Written:
     ``valid_from`` set."""
     evicted: list[str]
     """The ids the bucket's cap evicted (closed) in the same transaction."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Restoring:
+    """What ``LongTermTier.restore`` did."""
+
+    evicted: dict[str, list[str]]
+    """The ids the caps evicted, by bucket."""
+    skipped: list[str]
+    """The memories left as they were: the store held them already (no ``replace``)."""
 
 
 class LongTermTier:
@@ -139,14 +151,7 @@ class LongTermTier:
         some of its fields); when the memory is no longer at it, ``WriteConflict`` at
         once, for the caller to compute the write again, instead of a retry here."""
         namespace = self.namespace(memory.tenant, memory.bucket)
-        index = self.index_namespace(memory.tenant).encode()
-        cap = Cap(
-            namespace=namespace.encode(),
-            keep=keep,
-            also_from=(index,),
-            close=True,
-            keep_closed=keep * MAX_VERSIONS,
-        )
+        cap = _cap(namespace, keep)
 
         def attempt() -> Written:
             seen = self._stored(namespace, memory.id)
@@ -169,6 +174,76 @@ class LongTermTier:
             return Written(memory=written, evicted=result.evicted.get(namespace.encode(), []))
 
         return attempt() if over is not None else retried(attempt, f"memory {memory.id!r}")
+
+    def restore(
+        self,
+        chains: Sequence[Sequence[Memory]],
+        embeddings: Sequence[Sequence[npt.NDArray[np.float32] | None]],
+        *,
+        keep: int = 0,
+        model_id: str | None = None,
+        replace: bool = False,
+    ) -> Restoring:
+        """Write each memory of ``chains`` (its versions, oldest first, as
+        ``restore.check_chain`` gives them; ``embeddings`` beside them) with every version,
+        and its index entry while it has a current version, in one transaction (read
+        again and retried while other writers change one). A memory the store already
+        holds (any version of it) is left as it is and named in ``skipped``, unless
+        ``replace``: then what the store held of it is replaced. Each bucket's cap applies
+        as for ``upsert``."""
+        vectors_of = {chain[0].id: v for chain, v in zip(chains, embeddings, strict=True)}
+        index = self.index_namespace(chains[0][0].tenant) if chains else None
+
+        def attempt() -> Restoring:
+            ids = self._by_namespace(chains)
+            expect: builtins.list[Expect] = []
+            held: dict[Namespace, builtins.list[tuple[str, str]]] = {}  # (record, memory)
+            for namespace, memory_ids in ids.items():
+                seen = self.records.fetch(namespace, memory_ids, Filter(include_expired=True))
+                expect += [
+                    Expect(namespace=namespace.encode(), id=i, seen=seen.get(i)) for i in memory_ids
+                ]
+                versions = self._versions(namespace, memory_ids)
+                held[namespace] = [(i, i) for i in seen] + [
+                    (r.id, r.superseded_by or r.id) for r in versions
+                ]
+            owners = {memory for pairs in held.values() for _, memory in pairs}
+            chosen = [c for c in chains if replace or c[0].id not in owners]
+            skipped = [c[0].id for c in chains if c[0].id in owners and not replace]
+            if not chosen:
+                return Restoring(evicted={}, skipped=skipped)
+            upserts = [r for c in chosen for r in _chain_records(c, vectors_of[c[0].id])]
+            written = {r.id for r in upserts}
+            kept = {c[0].id for c in chosen}
+            deletes: dict[Namespace | str, builtins.list[str]] = {
+                ns: [i for i, memory in pairs if memory in kept and i not in written]
+                for ns, pairs in held.items()
+            }
+            gone = [c[0].id for c in chosen if c[-1].valid_to is not None]
+            if index is not None and gone:
+                deletes[index] = gone
+            current = [c[-1] for c in chosen if c[-1].valid_to is None]
+            result = self.records.write(
+                upserts=[*upserts, *(self._index_record(m) for m in current)],
+                deletes=deletes,
+                caps=[_cap(ns, keep) for ns in ids] if keep > 0 else (),
+                model_id=model_id,
+                expect=expect,
+            )
+            evicted = {ns.parts[-1]: result.evicted.get(ns.encode(), []) for ns in ids}
+            return Restoring(evicted=evicted, skipped=skipped)
+
+        what = f"memory {chains[0][0].id!r}" if chains else "nothing"
+        return retried(attempt, what) if chains else Restoring(evicted={}, skipped=[])
+
+    def _by_namespace(
+        self, chains: Sequence[Sequence[Memory]]
+    ) -> dict[Namespace, builtins.list[str]]:
+        """The memory ids of ``chains`` by the namespace of their bucket."""
+        ids: dict[Namespace, builtins.list[str]] = {}
+        for chain in chains:
+            ids.setdefault(self.namespace(chain[0].tenant, chain[0].bucket), []).append(chain[0].id)
+        return ids
 
     def _stored(self, namespace: Namespace, memory_id: str) -> Record | None:
         """The record with the memory's id as stored, expired or not: what a write of it
@@ -275,10 +350,12 @@ class LongTermTier:
         *,
         limit: int = 100,
         order: Order = "created_desc",
+        after: tuple[float, str] | None = None,
     ) -> builtins.list[Record]:
-        """A page of the bucket's records (versions have ids of their own)."""
+        """A page of the bucket's records (versions have ids of their own), after the
+        ``(order key, id)`` of ``after`` when given (``RecordStore.list``)."""
         return self.records.list(
-            self.namespace(tenant, bucket), filter=selector, limit=limit, order=order
+            self.namespace(tenant, bucket), filter=selector, limit=limit, order=order, after=after
         )
 
     def list(
@@ -377,6 +454,42 @@ def memory_filter(
         include_superseded=include_superseded,
         provenances=provenances,
     )
+
+
+def _cap(namespace: Namespace, keep: int) -> Cap:
+    """The cap of a bucket: ``keep`` current memories, ``MAX_VERSIONS`` closed records
+    for each; what it evicts is closed and leaves the id index."""
+    tenant = namespace.parts[0]
+    return Cap(
+        namespace=namespace.encode(),
+        keep=keep,
+        also_from=(LongTermTier.index_namespace(tenant).encode(),),
+        close=True,
+        keep_closed=keep * MAX_VERSIONS,
+    )
+
+
+def _chain_records(
+    chain: Sequence[Memory], embeddings: Sequence[npt.NDArray[np.float32] | None]
+) -> builtins.list[Record]:
+    """The records of a memory's versions (``restore.check_chain``): the one without
+    ``superseded_by`` under the memory's id, each other a closed copy (``versions.py``)."""
+    out: builtins.list[Record] = []
+    for version, embedding in zip(chain, embeddings, strict=True):
+        record = replace(
+            _to_record(version, embedding),
+            valid_to=version.valid_to,
+            superseded_by=version.superseded_by,
+            closed_reason=version.closed_reason,
+        )
+        if version.superseded_by is not None and version.valid_to is not None:
+            record = replace(
+                record,
+                id=version_id(version.id, version.valid_to),
+                metadata={**record.metadata, VERSION_OF: version.id},
+            )
+        out.append(record)
+    return out
 
 
 def _to_record(memory: Memory, embedding: npt.NDArray[np.float32] | None = None) -> Record:

@@ -24,7 +24,6 @@ from memstack._json import JSON
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput, NotFound
-from memstack.longterm.secrets import refuse_secrets
 from memstack.service.checks import (
     check_key,
     check_memory_id,
@@ -38,8 +37,17 @@ from memstack.service.checks import (
 )
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.ltm import LongTermTier, from_record, memory_filter, retried
+from memstack.service.paging import decode_cursor, encode_cursor
 from memstack.service.principal import Principal
 from memstack.service.prompt import KNOWLEDGE_HITS, PromptContext, assemble, check_budget
+from memstack.service.restore import (
+    MAX_RESTORE_MEMORIES,
+    MemoryIn,
+    Restored,
+    check_chain,
+    refuse_chain_secrets,
+)
+from memstack.service.secret_fields import refuse_memory_secrets
 from memstack.service.stm import ShortTermTier
 from memstack.service.stm_sync import TierSync
 from memstack.service.ttl import expiry_from_ttl
@@ -69,7 +77,10 @@ DEFAULT_SESSION: Final = "default"
 """The session of a session-scoped memory stored or read without a ``session_id``."""
 MAX_LIST_LIMIT: Final = 500
 MAX_LIST_OFFSET: Final = 10_000
-"""Deepest page a listing serves: each bucket's newest ``offset + limit`` rows are merged."""
+"""Deepest ``offset`` a listing takes (each bucket's first ``offset + limit`` rows are
+merged); ``cursor`` pages at any depth."""
+_LIST_CHUNK: Final = 5_000
+"""Rows read from a bucket at a time for a listing (a store reads at most 10,000)."""
 MAX_SEARCH_LIMIT: Final = 100
 KEYWORD_WEIGHT: Final = 0.3
 PRUNE_EVERY_S: Final = 1.0
@@ -95,6 +106,12 @@ class _Where:
     include_superseded: bool = False
     provenances: tuple[Provenance, ...] | None = None
 
+    def __post_init__(self) -> None:
+        # An id no memory can have is refused, as a store refuses it (and the OpenAPI
+        # document's pattern says), rather than matching nothing.
+        if self.session_id is not None:
+            check_id_part(self.session_id, "session_id")
+
     def filter_for(self, bucket: str) -> Filter | None:
         return memory_filter(
             scope=self.scope,
@@ -113,6 +130,8 @@ class MemoryPage:
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = None
+    """Pass it as ``cursor`` for the page after this one; None on the last page."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,6 +215,8 @@ class MemoryService:
         check_id_part(agent_id, "agent_id")
         principal.check_agent(agent_id)
         scope = check_scope(scope)
+        if scope == "global":
+            principal.check_global_write(field="scope")
         if scope == "session":
             session_id = DEFAULT_SESSION if session_id is None else session_id
             check_id_part(session_id, "session_id")
@@ -264,6 +285,8 @@ class MemoryService:
             current = self.long_term.get(principal.tenant, memory_id)
             if current is None or not principal.may_see(current):
                 raise NotFound(f"no memory {memory_id!r}.", field="id")
+            if current.scope == "global":
+                principal.check_global_write(field="id")
             now = self.clock.now()
             detail = provenance_detail
             if detail is None and provenance in (None, current.provenance):
@@ -282,12 +305,7 @@ class MemoryService:
         return await asyncio.to_thread(retried, attempt, f"memory {memory_id!r}")
 
     def _write(self, memory: Memory, over: Memory | None = None) -> Memory:
-        fields: dict[str, JSON] = {
-            "key": memory.key,
-            "value": memory.value,
-            "metadata": memory.metadata,
-        }
-        refuse_secrets(fields, where="memory")  # here, in the worker thread, off the loop
+        refuse_memory_secrets(memory)  # here, in the worker thread, off the loop
         vector = self.embedder.embed_batch([f"{memory.key}: {memory.value}"])[0]
         with self._write_locks[zlib.crc32(memory.id.encode()) % _WRITE_LOCKS]:
             written = self.long_term.upsert(
@@ -311,6 +329,8 @@ class MemoryService:
             memory = await self.get(principal, memory_id)
         except NotFound:
             memory = (await self.history(principal, memory_id))[-1]
+        if memory.scope == "global":
+            principal.check_global_write(field="id")
         await asyncio.to_thread(self._remove, memory.tenant, memory.bucket, [memory.id])
         return memory
 
@@ -335,14 +355,19 @@ class MemoryService:
             check_id_part(session_id, "session_id")
         buckets = await asyncio.to_thread(self._buckets, principal, agent_id, scope)
         where = _Where(scope=scope, session_id=session_id, key=None, agent_id=agent_id)
+        if GLOBAL_BUCKET in buckets and not principal.may_write_global:
+            # Refused when it would erase a global memory; an agent's own ones are its to erase.
+            shared = await asyncio.to_thread(
+                self.long_term.count, principal.tenant, GLOBAL_BUCKET, _erased(where, GLOBAL_BUCKET)
+            )
+            if scope == "global" or shared:
+                principal.check_global_write(field="scope")
         return await asyncio.to_thread(self._delete_where, principal.tenant, buckets, where)
 
     def _delete_where(self, tenant: str, buckets: builtins.list[str], where: _Where) -> int:
         deleted = 0
         for bucket in buckets:
-            selector = replace(
-                where.filter_for(bucket) or Filter(), include_expired=True, include_superseded=True
-            )
+            selector = _erased(where, bucket)
             while found := self.long_term.records_page(
                 tenant, bucket, selector, limit=_DELETE_BATCH
             ):
@@ -352,6 +377,66 @@ class MemoryService:
                     tenant, bucket, [*dict.fromkeys([*memory_ids, *(r.id for r in found)])]
                 )
         return deleted
+
+    async def restore(
+        self, principal: Principal, memories: Sequence[MemoryIn], *, replace: bool = False
+    ) -> Restored:
+        """Write back memories an export listed, each with every version of it (history,
+        validity, times and provenance as given: see ``restore``), in one transaction;
+        every memory is checked first, and a bad one writes nothing. A memory the store
+        already holds is left as it is (``Restored.skipped``), so an old export never
+        overwrites newer versions, unless ``replace``: then what the store holds of it is
+        replaced. Each bucket's cap (``ltm_max_entries``) applies as for ``store``.
+        Running it again with the same memories changes nothing."""
+        if not 1 <= len(memories) <= MAX_RESTORE_MEMORIES:
+            raise InvalidInput(
+                f"give 1 to {MAX_RESTORE_MEMORIES} memories a call; got {len(memories)}.",
+                field="memories",
+            )
+        now = self.clock.now()
+        chains = [
+            check_chain(principal, m, at=f"memories[{i}]", now=now) for i, m in enumerate(memories)
+        ]
+        first: dict[str, int] = {}
+        for i, chain in enumerate(chains):
+            if (seen := first.setdefault(chain[0].id, i)) != i:
+                raise InvalidInput(
+                    f"memories[{i}] is the memory of memories[{seen}] again; give each memory "
+                    "once, with all its versions.",
+                    field=f"memories[{i}]",
+                )
+        return await asyncio.to_thread(self._restore, chains, replace)
+
+    def _restore(self, chains: builtins.list[builtins.list[Memory]], replace: bool) -> Restored:
+        refuse_chain_secrets(chains)  # here, in the worker thread, off the loop
+        texts = [f"{m.key}: {m.value}" for chain in chains for m in chain]
+        vectors = iter(self.embedder.embed_batch(texts))
+        embeddings = [[next(vectors) for _ in chain] for chain in chains]
+        done = self.long_term.restore(
+            chains,
+            embeddings,
+            keep=self.ltm_max_entries,
+            model_id=self.embedder.model_id,
+            replace=replace,
+        )
+        skipped = set(done.skipped)
+        now = self.clock.now()
+        for chain in (c for c in chains if c[0].id not in skipped):
+            latest = chain[-1]
+            if latest.valid_to is None and not latest.is_expired(now):
+                self._stm_put(latest)
+            else:
+                self._stm_remove(latest.tenant, latest.bucket, [latest.id])
+        tenant = chains[0][0].tenant
+        for bucket, ids in done.evicted.items():
+            if ids:
+                self._stm_remove(tenant, bucket, ids)
+        written = [c for c in chains if c[0].id not in skipped]
+        return Restored(
+            memories=len(written),
+            versions=sum(len(c) for c in written),
+            skipped=len(skipped),
+        )
 
     def _remove(self, tenant: str, bucket: str, ids: Sequence[str]) -> None:
         self.long_term.delete(tenant, bucket, ids)
@@ -403,9 +488,12 @@ class MemoryService:
         as_of: float | None = None,
         include_superseded: bool = False,
         provenances: Sequence[Provenance] | None = None,
+        cursor: str | None = None,
     ) -> MemoryPage:
         """A page of memories, newest first, filtered by agent, scope, session, key and
-        provenance (any of ``provenances``).
+        provenance (any of ``provenances``). ``cursor``: the ``next_cursor`` of the page
+        before, to start right after it (at any depth, and stable while memories are
+        stored meanwhile: see ``paging``); ``offset`` skips that many more.
 
         Current versions only, unless ``as_of`` (seconds since the epoch, like
         ``created_at``) asks for the versions valid at that moment, or
@@ -413,6 +501,7 @@ class MemoryService:
         closed versions newest first). A version carries the ``id`` of its memory. Not
         both."""
         limit, offset = _check_page(limit, offset, MAX_LIST_LIMIT)
+        after = None if cursor is None else decode_cursor(cursor)
         as_of, include_superseded = check_validity(as_of, include_superseded)
         wanted = check_provenances(provenances)
         where = _Where(
@@ -427,7 +516,7 @@ class MemoryService:
 
         def listed() -> MemoryPage:  # one thread hop for the buckets and the page
             buckets = self._buckets(principal, agent_id, scope)
-            return self._list(principal.tenant, buckets, where, limit, offset)
+            return self._list(principal.tenant, buckets, where, limit, offset, after)
 
         return await asyncio.to_thread(listed)
 
@@ -452,7 +541,13 @@ class MemoryService:
         return [b for b in allowed if scope is None or b != GLOBAL_BUCKET]
 
     def _list(
-        self, tenant: str, buckets: builtins.list[str], where: _Where, limit: int, offset: int
+        self,
+        tenant: str,
+        buckets: builtins.list[str],
+        where: _Where,
+        limit: int,
+        offset: int,
+        after: tuple[float, str] | None,
     ) -> MemoryPage:
         wanted = offset + limit
         merged: builtins.list[Record] = []
@@ -460,15 +555,38 @@ class MemoryService:
         for bucket in buckets:
             selector = where.filter_for(bucket)
             total += self.long_term.count(tenant, bucket, selector)
-            merged.extend(self.long_term.records_page(tenant, bucket, selector, limit=wanted))
+            # One row more than the page: whether another page follows.
+            merged.extend(self._head(tenant, bucket, selector, wanted + 1, after))
         # The store's own order (ties by record id ascending), so pages never overlap.
         merged.sort(key=lambda r: (-r.created_at, r.id))
+        shown = merged[offset:wanted]
         return MemoryPage(
-            memories=[from_record(tenant, r) for r in merged[offset:wanted]],
+            memories=[from_record(tenant, r) for r in shown],
             total=total,
             limit=limit,
             offset=offset,
+            next_cursor=encode_cursor(shown[-1]) if shown and len(merged) > wanted else None,
         )
+
+    def _head(
+        self,
+        tenant: str,
+        bucket: str,
+        selector: Filter | None,
+        count: int,
+        after: tuple[float, str] | None,
+    ) -> builtins.list[Record]:
+        """The bucket's first ``count`` records of the listing after ``after``, read
+        ``_LIST_CHUNK`` at a time, each read after the last record of the one before."""
+        out: builtins.list[Record] = []
+        while len(out) < count:
+            size = min(count - len(out), _LIST_CHUNK)
+            rows = self.long_term.records_page(tenant, bucket, selector, limit=size, after=after)
+            out.extend(rows)
+            if len(rows) < size:
+                break
+            after = (rows[-1].created_at, rows[-1].id)
+        return out
 
     async def search(
         self,
@@ -645,6 +763,13 @@ class MemoryService:
         return await asyncio.to_thread(self.long_term.records.prune_expired, self.clock.now())
 
 
+def _erased(where: _Where, bucket: str) -> Filter:
+    """What ``delete_many`` erases of ``bucket``: expired and closed versions too."""
+    return replace(
+        where.filter_for(bucket) or Filter(), include_expired=True, include_superseded=True
+    )
+
+
 def _check_page(limit: object, offset: object, max_limit: int) -> tuple[int, int]:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
         raise InvalidInput(f"limit must be an int from 1 to {max_limit}.", field="limit")
@@ -654,8 +779,8 @@ def _check_page(limit: object, offset: object, max_limit: int) -> tuple[int, int
         or not 0 <= offset <= MAX_LIST_OFFSET
     ):
         raise InvalidInput(
-            f"offset must be an int from 0 to {MAX_LIST_OFFSET}; narrow the listing with "
-            "agent_id, scope, session_id or key to reach older memories.",
+            f"offset must be an int from 0 to {MAX_LIST_OFFSET}; to page deeper, pass the "
+            "next_cursor of the page before as cursor.",
             field="offset",
         )
     return limit, offset

@@ -11,17 +11,23 @@ __all__ = ["Forbidden", "Principal"]
 
 
 class Forbidden(InvalidInput):
-    """The caller's key may not act for that agent."""
+    """The caller's key may not act for that agent, or may not change what every agent
+    shares."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Principal:
     """Every service call is scoped to ``tenant``; a key bound to ``agents`` may only
-    act for those agents (global memories stay readable and writable as shared facts)."""
+    act for those agents. It reads the global memories and the knowledge documents, which
+    every agent shares, but changes them only with ``global_write``: a key handed to one
+    agent must not rewrite what all the others are told."""
 
     tenant: str
     agents: frozenset[str] | None = None
     """None: any agent of the tenant."""
+    global_write: bool = False
+    """A key bound to ``agents`` may change global memories and knowledge (``memstack keys
+    create --global-write``); a key for any agent always may."""
 
     def __post_init__(self) -> None:
         check_id_part(self.tenant, "tenant")
@@ -32,6 +38,21 @@ class Principal:
                 f"this API key may not act for agent {agent_id!r}; "
                 f"it is limited to {', '.join(sorted(self.agents))}.",
                 field="agent_id",
+            )
+
+    @property
+    def may_write_global(self) -> bool:
+        return self.agents is None or self.global_write
+
+    def check_global_write(self, *, field: str | None = None) -> None:
+        """``Forbidden`` unless this key may change global memories and knowledge."""
+        if not self.may_write_global:
+            raise Forbidden(
+                "this API key may read but not change global memories or knowledge "
+                f"documents: it is limited to agents {', '.join(sorted(self.agents or ()))} "
+                "and lacks the global-write right; use a key without an agent limit, or "
+                "create one with `memstack keys create --agents ... --global-write`.",
+                field=field,
             )
 
     def may_see(self, memory: Memory) -> bool:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from xml.sax.saxutils import escape
 
+from memstack._prompt_text import escape_prompt_text
 from memstack.service.types import Memory
 
 __all__ = ["render_memories", "xml_attr"]
@@ -14,14 +14,15 @@ def render_memories(memories: Sequence[Memory], *, budget_chars: int = 8_000) ->
     """``<memories>`` with one ``<memory key=".." scope="..">`` per memory, in order,
     skipping any that would take the block over ``budget_chars``; ``""`` when none fit.
 
-    Values and keys are XML-escaped, so a stored value cannot close the block."""
+    Values and keys are escaped (``escape_prompt_text``), so a stored value cannot close
+    the block, not even with look-alike brackets."""
     opening, closing = "<memories>", "</memories>"
     parts: list[str] = []
     used = len(opening) + len(closing) + 2
     for memory in memories:
         part = (
             f"<memory key={xml_attr(memory.key)} scope={xml_attr(memory.scope)}>\n"
-            f"{escape(memory.value)}\n</memory>"
+            f"{escape_prompt_text(memory.value)}\n</memory>"
         )
         if used + len(part) + 1 > budget_chars:
             continue
@@ -33,5 +34,5 @@ def render_memories(memories: Sequence[Memory], *, budget_chars: int = 8_000) ->
 
 
 def xml_attr(value: str) -> str:
-    """A double-quoted XML attribute value."""
-    return '"' + escape(value, {'"': "&quot;"}) + '"'
+    """A double-quoted XML attribute value, escaped as prompt text."""
+    return '"' + escape_prompt_text(value).replace('"', "&quot;") + '"'

@@ -10,12 +10,14 @@ from typing import Final, Literal, get_args
 
 from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput
+from memstack.longterm.secrets import looks_like_secret
 from memstack.longterm.types import PROVENANCES, Provenance
 
 __all__ = [
     "CLOSED_REASONS",
     "DEFAULT_PROVENANCE",
     "GLOBAL_BUCKET",
+    "ID_PART_PATTERN",
     "MAX_KEY_CHARS",
     "MAX_PROVENANCE_DETAIL_CHARS",
     "MAX_VALUE_CHARS",
@@ -49,8 +51,12 @@ MAX_KEY_CHARS: Final = 256
 MAX_PROVENANCE_DETAIL_CHARS: Final = 256
 MAX_VALUE_CHARS: Final = 32_768
 MAX_ID_PART_CHARS: Final = 128
-# Letters and digits of any script (a query string carries "機器人" as well as "bot").
-_ID_PART = re.compile(r"^[^\W_][\w.:@/-]*$")
+ID_PART_PATTERN: Final = r"^[^\W_][\w.:@/-]*(?!\n)$"
+r"""A tenant, agent or session id: letters and digits of any script (a query string carries
+"機器人" as well as "bot"), as Python's ``re`` reads ``\w``. ``(?!\n)``: ``$`` alone would
+also match before a final newline where the pattern is searched (JSON Schema's ``pattern``),
+and no id ends with one. The OpenAPI document gives it as ``pattern``."""
+_ID_PART = re.compile(ID_PART_PATTERN)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,8 +141,9 @@ def check_id_part(value: object, field: str) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidInput(f"{field} must be a non-empty string.", field=field)
     if len(value) > MAX_ID_PART_CHARS or not _ID_PART.fullmatch(value):
+        shown = "" if looks_like_secret(value) else f" {value[:40]!r}"  # never echo a key
         raise InvalidInput(
-            f"{field} {value[:40]!r} is invalid: use 1-{MAX_ID_PART_CHARS} characters, "
+            f"{field}{shown} is invalid: use 1-{MAX_ID_PART_CHARS} characters, "
             "starting with a letter or digit (any script), then letters, digits and _ . : @ / -",
             field=field,
         )

@@ -22,10 +22,12 @@ from memstack.errors import ConfigError
 from memstack.storage.types import Filter, Order, Record, Vector, stored_record
 
 __all__ = [
+    "AFTER",
     "ORDER_BY",
     "ann_vector_sql",
     "columns",
     "exact_vector_sql",
+    "keyset",
     "nearest_sql",
     "quote_schema",
     "record_from_row",
@@ -46,6 +48,20 @@ ORDER_BY: dict[Order, str] = {
     "created_asc": 'r.created_at ASC, r.id COLLATE "C" ASC',
     "updated_desc": 'r.updated_at DESC, r.id COLLATE "C" ASC',
 }
+AFTER: dict[Order, str] = {
+    "created_desc": 'AND r.created_at <= %s AND (r.created_at < %s OR r.id COLLATE "C" > %s)',
+    "created_asc": 'AND r.created_at >= %s AND (r.created_at > %s OR r.id COLLATE "C" > %s)',
+    "updated_desc": 'AND r.updated_at <= %s AND (r.updated_at < %s OR r.id COLLATE "C" > %s)',
+}
+"""Keyset paging: the rows after ``(key, id)`` in ``ORDER_BY``'s order; its parameters
+are ``key, key, id`` (the first bound lets the time index narrow the scan)."""
+
+
+def keyset(order: Order, after: tuple[float, str] | None) -> tuple[str, list[Any]]:
+    """The ``AFTER`` condition of ``order`` and its parameters; none without ``after``."""
+    if after is None:
+        return "", []
+    return AFTER[order], [after[0], after[0], after[1]]
 
 
 def quote_schema(schema: str) -> str:

@@ -18,12 +18,14 @@ from memstack._json import JSON
 from memstack.storage.types import Filter, Order, Record, Vector, stored_record
 
 __all__ = [
+    "AFTER",
     "COLUMNS",
     "ORDER_BY",
     "UPSERT",
     "canonical_json",
     "decode_vector",
     "json_list",
+    "keyset",
     "record_from_row",
     "record_params",
     "where",
@@ -40,6 +42,21 @@ ORDER_BY: dict[Order, str] = {
     "created_asc": "r.created_at ASC, r.id ASC",
     "updated_desc": "r.updated_at DESC, r.id ASC",
 }
+AFTER: dict[Order, str] = {
+    "created_desc": "AND r.created_at <= ? AND (r.created_at < ? OR r.id > ?)",
+    "created_asc": "AND r.created_at >= ? AND (r.created_at > ? OR r.id > ?)",
+    "updated_desc": "AND r.updated_at <= ? AND (r.updated_at < ? OR r.id > ?)",
+}
+"""Keyset paging: the rows after ``(key, id)`` in ``ORDER_BY``'s order; its parameters
+are ``key, key, id`` (the first bound lets the time index narrow the scan)."""
+
+
+def keyset(order: Order, after: tuple[float, str] | None) -> tuple[str, list[Any]]:
+    """The ``AFTER`` condition of ``order`` and its parameters; none without ``after``."""
+    if after is None:
+        return "", []
+    return AFTER[order], [after[0], after[0], after[1]]
+
 
 UPSERT = """
 INSERT INTO records (namespace, id, text, metadata, kind, importance, created_at,

@@ -126,6 +126,16 @@ def check_offset(value: object) -> int:
     return value
 
 
+def check_after(value: object) -> tuple[float, str]:
+    """A keyset position: ``(order key, id)`` of the last record of a page."""
+    if isinstance(value, tuple) and len(value) == 2:
+        return check_time(value[0], "after[0]"), check_key(value[1], "after[1]")
+    raise InvalidInput(
+        f"after must be (order key, id) of the last record listed; got {value!r}.",
+        field="after",
+    )
+
+
 def check_order(value: object) -> Order:
     if value not in _ORDERS:
         raise InvalidInput(f"order must be one of {_ORDERS}; got {value!r}.", field="order")

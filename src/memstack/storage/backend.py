@@ -181,6 +181,10 @@ class Page:
     limit: int
     offset: int
     order: Order
+    after: tuple[float, str] | None = None
+    """Keyset paging: the order key (``created_at``, or ``updated_at`` for
+    ``updated_desc``) and id of the last record of the previous page; the page starts
+    right after it (then skips ``offset``), so rows written meanwhile never shift it."""
 
 
 class Backend(Protocol):

@@ -159,14 +159,19 @@ class RecordStore:
         limit: int = 100,
         offset: int = 0,
         order: Order = "created_desc",
+        after: tuple[float, str] | None = None,
     ) -> builtins.list[Record]:
-        """A page of records; ``limit`` is 1..10000, ``offset`` 0..2^62."""
+        """A page of records; ``limit`` is 1..10000, ``offset`` 0..2^62. ``after``: the
+        order key (``created_at``, or ``updated_at`` for ``updated_desc``) and id of the
+        last record of the previous page, to start right after it (keyset paging: at any
+        depth, and records written meanwhile before it never shift the page)."""
         name = _name(namespace)
         wanted = check.check_filter(filter)
         page = Page(
             limit=check.check_positive(limit, "limit"),
             offset=check.check_offset(offset),
             order=check.check_order(order),
+            after=None if after is None else check.check_after(after),
         )
         return self.backend.list(name, wanted, page, self.clock.now())
 

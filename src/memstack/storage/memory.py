@@ -117,12 +117,15 @@ class InMemoryBackend:
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
         rows = self._visible(namespace, wanted, now)
-        if page.order == "updated_desc":  # ties by id ascending, in every order
-            rows.sort(key=lambda r: (-r.updated_at, r.id))
-        elif page.order == "created_desc":
-            rows.sort(key=lambda r: (-r.created_at, r.id))
-        else:
-            rows.sort(key=lambda r: (r.created_at, r.id))
+        sign = 1.0 if page.order == "created_asc" else -1.0  # ties by id ascending
+
+        def position(r: Record) -> tuple[float, str]:
+            return sign * (r.updated_at if page.order == "updated_desc" else r.created_at), r.id
+
+        if page.after is not None:
+            after = (sign * page.after[0], page.after[1])
+            rows = [r for r in rows if position(r) > after]
+        rows.sort(key=position)
         return [_copy(r) for r in rows[page.offset : page.offset + page.limit]]
 
     def count(self, namespace: str, wanted: Filter, now: float) -> int:

@@ -216,9 +216,10 @@ class SQLiteBackend:
             return self._records(conn, namespace, ids, now, expired, held=held, shared=False)
 
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
-        tail = f"ORDER BY {q.ORDER_BY[page.order]} LIMIT ? OFFSET ?"
+        after, params = q.keyset(page.order, page.after)
+        tail = f"{after} ORDER BY {q.ORDER_BY[page.order]} LIMIT ? OFFSET ?"
         with self._read() as conn:
-            return _selected(conn, namespace, wanted, now, tail, [page.limit, page.offset])
+            return _selected(conn, namespace, wanted, now, tail, [*params, page.limit, page.offset])
 
     def count(self, namespace: str, wanted: Filter, now: float) -> int:
         clause, params = q.where(namespace, wanted, now)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
+from memstack._prompt_text import escape_prompt_text
 from memstack.working.memory import AgentMemory
 
 __all__ = [
@@ -48,7 +49,8 @@ def upstream_memory_hint(memory: AgentMemory, keys: Iterable[str]) -> str:
         entry = memory.get(key)
         if entry is None:
             continue
-        lines.append(f"- {entry.key} — {entry.title}" if entry.title else f"- {entry.key}")
+        key = escape_prompt_text(entry.key)
+        lines.append(f"- {key} — {escape_prompt_text(entry.title)}" if entry.title else f"- {key}")
     return "\n".join([UPSTREAM_MEMORY_HEADER, *lines]) if lines else ""
 
 

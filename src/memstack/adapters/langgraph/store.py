@@ -66,6 +66,7 @@ class MemstackStore(BaseStore):
             raise InvalidInput(
                 f"fields is the string {fields!r}; pass a list: [{fields!r}].", field="fields"
             )
+        refuse_secrets({"name": name}, where="the LangGraph store")
         self.records = records
         self.embedder = embedder
         self.name = v.to_namespace(name, ()).parts[0]
@@ -161,7 +162,12 @@ class MemstackStore(BaseStore):
                 )
         kept = [op for op in puts if op.value is not None]
         for op in kept:  # credentials are never stored, as on every memstack write path
-            refuse_secrets({"key": op.key, "value": _value(op)}, where="the LangGraph store")
+            fields: dict[str, JSON] = {
+                "namespace": list(op.namespace),
+                "key": op.key,
+                "value": _value(op),
+            }
+            refuse_secrets(fields, where="the LangGraph store")
         self.records.write(upserts=self._records(kept), deletes=deletes, model_id=self._model_id)
 
     def _records(self, puts: list[PutOp]) -> list[Record]:

@@ -19,6 +19,8 @@ from agents.memory.session_settings import resolve_session_limit
 
 from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput
+from memstack.longterm.redaction import redact_secrets
+from memstack.longterm.secrets import refuse_secrets
 from memstack.storage import Namespace, Record, RecordStore, open_record_store
 from memstack.storage._validate import MAX_LIMIT
 
@@ -35,6 +37,10 @@ class MemstackSession:
 
     Implements the SDK's ``Session`` protocol (``get_items``, ``add_items``,
     ``pop_item``, ``clear_session``): pass it as ``Runner.run(..., session=...)``.
+
+    A credential in an item (a key the user pasted, a token a tool returned) is stored
+    as ``[REDACTED:<kind>]`` in its place rather than refused, so a run never breaks on
+    it; a ``session_id`` shaped like one is refused (``InvalidInput``).
     """
 
     session_settings: SessionSettings | None
@@ -46,6 +52,7 @@ class MemstackSession:
         *,
         session_settings: SessionSettings | None = None,
     ) -> None:
+        refuse_secrets({"session_id": session_id}, where="an agent session")
         self.session_id = session_id
         self.session_settings = session_settings or SessionSettings()
         self.records = records
@@ -74,7 +81,7 @@ class MemstackSession:
         return [_item(r) for r in rows]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        checked = [_checked(item, i) for i, item in enumerate(items)]
+        checked = await asyncio.to_thread(_all_checked, items)  # the filter, off the loop
         if checked:
             async with self._lock:
                 await asyncio.to_thread(self._append, checked)
@@ -145,7 +152,12 @@ def _item(record: Record) -> TResponseInputItem:
     return cast(TResponseInputItem, record.metadata[_ITEM])
 
 
+def _all_checked(items: builtins.list[TResponseInputItem]) -> builtins.list[dict[str, JSON]]:
+    return [_checked(item, i) for i, item in enumerate(items)]
+
+
 def _checked(item: object, index: int) -> dict[str, JSON]:
+    """The item as JSON, each credential in it redacted."""
     value = to_json(item, field=f"items[{index}]")
     if not isinstance(value, dict):
         raise InvalidInput(
@@ -153,7 +165,9 @@ def _checked(item: object, index: int) -> dict[str, JSON]:
             f"got {type(item).__name__}.",
             field=f"items[{index}]",
         )
-    return value
+    redacted = redact_secrets(value)
+    assert isinstance(redacted, dict)
+    return redacted
 
 
 def _text(item: dict[str, JSON]) -> str:
