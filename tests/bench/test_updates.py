@@ -15,9 +15,9 @@ from memstack.longterm.reconcile import (
     parse_decisions,
     shown_ids,
 )
-from memstack.longterm.secrets import find_secret
 from memstack.longterm.types import Candidate
 from memstack.providers.base import Message
+from memstack.secrets import find_secret
 
 
 @pytest.fixture(scope="module")

@@ -325,7 +325,7 @@ NEW_BENIGN: list[tuple[str, str]] = [
     ("stripe publishable/json", f'{{"publishableKey": "pk_live_{tok(99)}"}}'),
     ("stripe publishable/js", f"const stripe = Stripe('pk_test_{tok(24)}');"),
     ("module path/alone", "memstack.storage._postgres_query.vector_search_sql"),
-    ("module path/sentence", "See memstack.longterm._tokenness.passes for the levels"),
+    ("module path/sentence", "See memstack._tokenness.passes for the levels"),
     (
         "module path/import",
         "from memstack.adapters.langgraph._search import keyword_search_results_for_namespace",

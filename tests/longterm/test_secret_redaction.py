@@ -7,8 +7,8 @@ import pytest
 
 from memstack._json import JSON
 from memstack.errors import InvalidInput
-from memstack.longterm.redaction import redact, redact_secrets
-from memstack.longterm.secrets import find_secret, secret_kind
+from memstack.redaction import redact, redact_secrets
+from memstack.secrets import find_secret, secret_kind
 from memstack.service.types import check_id_part
 from tests.longterm.secret_corpus import ALL_BENIGN, ALL_SECRETS, _pem, hexs, tok
 from tests.security.harness import ALL_NEEDLES

@@ -10,7 +10,7 @@ from memstack import InvalidInput, ManualClock, ProcessingContext, ToolInputErro
 from memstack.bank import MemoryBank
 from memstack.embeddings import HashEmbedder
 from memstack.longterm import LongTermMemory
-from memstack.longterm.secrets import find_secret
+from memstack.secrets import find_secret
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal

@@ -1,6 +1,6 @@
 import pytest
 
-from memstack.longterm.secrets import looks_like_secret, secret_kind
+from memstack.secrets import looks_like_secret, secret_kind
 
 SECRETS = [
     ("openai_key", "my key is sk-abcdefghijklmnopqrstuvwx1234"),

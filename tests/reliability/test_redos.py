@@ -12,7 +12,7 @@ import time
 import pytest
 
 from memstack.longterm import secret_kind
-from memstack.longterm.secrets import MAX_CANDIDATES, TOO_MANY_CANDIDATES
+from memstack.secrets import MAX_CANDIDATES, TOO_MANY_CANDIDATES
 
 MB = 1 << 20
 DEADLINE_S = 5.0

@@ -22,7 +22,7 @@ import redis
 from psycopg import sql
 
 from memstack.errors import InvalidInput
-from memstack.longterm.redaction import redact
+from memstack.redaction import redact
 from tests.longterm.secret_corpus import ALL_BENIGN, ALL_SECRETS
 
 SECRETS = ALL_SECRETS

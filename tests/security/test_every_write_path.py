@@ -48,8 +48,8 @@ from memstack.embeddings import HashEmbedder
 from memstack.errors import InvalidInput, ToolInputError
 from memstack.longterm import LongTermMemory
 from memstack.longterm.collection import Collection
-from memstack.longterm.secrets import SECRET_PATTERNS
 from memstack.longterm.turns import Turn
+from memstack.secrets import SECRET_PATTERNS
 from memstack.server.app import create_app
 from memstack.server.services import Services, open_records, open_services
 from memstack.service.checks import check_key, check_metadata, check_provenance_detail

@@ -183,3 +183,26 @@ def test_bad_settings_are_refused_naming_the_field(
     with pytest.raises(InvalidInput) as raised:
         ApiKeys(store, **kwargs)  # type: ignore[arg-type]
     assert raised.value.field == field and field in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("given", "field"),
+    [
+        ({"tenant": "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"}, "tenant"),
+        ({"tenant": "acme", "agents": ["bot", "AKIA" + "Z7XQ4M2P9R3T6W8Y"]}, "agents[1]"),
+        (
+            {"tenant": "acme", "label": "ci key sk-" + "proj-" + "Q3v9Lp2Xz8Rt5Wm1Yk7Nb4Hc6Jd0Fs"},
+            "label",
+        ),
+    ],
+)
+def test_a_key_record_never_stores_a_credential(
+    store: CountingStore, given: dict[str, object], field: str
+) -> None:
+    """The tenant, agents and label of a key are stored (and the tenant names every
+    namespace of it), so they pass the one secret filter too."""
+    keys = ApiKeys(store)
+    with pytest.raises(InvalidInput, match="looks like a secret") as refused:
+        keys.create(**given)  # type: ignore[arg-type]
+    assert refused.value.field == field
+    assert keys.list() == []

@@ -11,7 +11,7 @@ from memstack.bank._backends import Backend, DictBackend, RecordStoreBackend
 from memstack.bank.tools import bank_tools
 from memstack.clock import Clock, SystemClock
 from memstack.errors import InvalidInput, StoreUnavailable
-from memstack.longterm.secrets import refuse_secrets
+from memstack.secrets import refuse_secrets
 from memstack.storage import Namespace, RecordStore, SQLiteRecordStore
 from memstack.tools import Tool
 

@@ -28,7 +28,7 @@ from memstack._json import JSON
 from memstack.client import _calls as calls
 from memstack.client import types as t
 from memstack.errors import InvalidInput
-from memstack.longterm.secrets import find_secret
+from memstack.secrets import find_secret
 
 __all__ = ["EXPORT_PAGE", "ImportResult", "memory_line", "read_export"]
 

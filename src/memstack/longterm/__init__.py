@@ -7,7 +7,6 @@ from memstack.longterm.factory import create_default_long_term_memory
 from memstack.longterm.memory import DEDUPE_THRESHOLD, DEFAULT_MAX_ITEMS, LongTermMemory
 from memstack.longterm.render import RECALLED_PREAMBLE, escape_prompt_text, render_recalled
 from memstack.longterm.scoring import ScoreBreakdown, hybrid_score, recency
-from memstack.longterm.secrets import looks_like_secret, secret_kind
 from memstack.longterm.settings import LongTermSettings
 from memstack.longterm.tools import LtmRecallTool, LtmRememberTool, long_term_memory_tools
 from memstack.longterm.types import (
@@ -20,6 +19,7 @@ from memstack.longterm.types import (
     RecalledMemory,
     RememberOutcome,
 )
+from memstack.secrets import looks_like_secret, secret_kind
 
 __all__ = [
     "DEDUPE_THRESHOLD",

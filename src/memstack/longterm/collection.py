@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from memstack._json import JSON
 from memstack.errors import InvalidInput
-from memstack.longterm.secrets import refuse_secrets
+from memstack.secrets import refuse_secrets
 from memstack.storage.namespace import Namespace
 
 __all__ = ["Collection"]

@@ -44,7 +44,6 @@ from memstack.longterm.scoring import (
     recencies,
     recency,
 )
-from memstack.longterm.secrets import find_secret, looks_like_secret
 from memstack.longterm.turns import (
     DEFAULT_RADIUS,
     MAX_SESSION_SCAN,
@@ -66,6 +65,7 @@ from memstack.longterm.types import (
 )
 from memstack.longterm.versions import Closing, close_current, closed, history
 from memstack.providers.base import ChatModel, Message
+from memstack.secrets import find_secret, looks_like_secret
 from memstack.storage import Cap, Filter, Record, RecordStore
 from memstack.storage._vectors import top_k
 from memstack.storage.hybrid import KeywordMatches, fused_candidates, keyword_matches

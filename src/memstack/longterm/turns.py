@@ -22,7 +22,7 @@ from typing import Final
 
 from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput
-from memstack.longterm.secrets import refuse_secrets
+from memstack.secrets import refuse_secrets
 from memstack.storage import Record
 
 __all__ = [

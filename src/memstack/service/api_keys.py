@@ -29,8 +29,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from memstack._counts import check_whole
+from memstack._json import JSON
 from memstack.clock import Clock, SystemClock
 from memstack.errors import InvalidInput, NotFound
+from memstack.secrets import refuse_secrets
 from memstack.service.principal import Principal
 from memstack.service.types import check_id_part
 from memstack.storage import Namespace, Record, RecordStore
@@ -119,6 +121,8 @@ class ApiKeys:
                 check_id_part(agent, "agents")
         if label is not None and (not isinstance(label, str) or len(label) > 200):
             raise InvalidInput("label must be a string of at most 200 characters.", field="label")
+        stored: dict[str, JSON] = {"tenant": tenant, "agents": list(agents or []), "label": label}
+        refuse_secrets(stored, where="API key records")
         key_id = secrets.token_hex(8)
         raw = f"msk_{key_id}_{secrets.token_urlsafe(32)}"
         now = self.clock.now()

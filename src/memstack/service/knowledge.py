@@ -28,7 +28,7 @@ from memstack._prompt_text import escape_prompt_text
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput, NotFound
-from memstack.longterm.secrets import refuse_secrets
+from memstack.secrets import refuse_secrets
 from memstack.service.knowledge_index import (
     EMBED_BATCH,
     INDEXING,

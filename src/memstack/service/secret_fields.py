@@ -10,7 +10,7 @@ not from the request.
 from __future__ import annotations
 
 from memstack._json import JSON
-from memstack.longterm.secrets import refuse_secrets
+from memstack.secrets import refuse_secrets
 from memstack.service.types import Memory
 
 __all__ = ["memory_fields", "refuse_memory_secrets"]

@@ -10,8 +10,8 @@ from typing import Final, Literal, get_args
 
 from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput
-from memstack.longterm.secrets import looks_like_secret
 from memstack.longterm.types import PROVENANCES, Provenance
+from memstack.secrets import looks_like_secret
 
 __all__ = [
     "CLOSED_REASONS",

@@ -30,7 +30,7 @@ from langgraph.store.base import validate_op_namespace as _check_labels
 from memstack._json import JSON, to_json
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput
-from memstack.longterm.secrets import refuse_secrets
+from memstack.secrets import refuse_secrets
 from memstack.storage import NamespaceLike, Record, RecordStore, open_record_store
 
 from . import _values as v

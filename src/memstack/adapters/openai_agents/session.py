@@ -19,8 +19,8 @@ from agents.memory.session_settings import resolve_session_limit
 
 from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput
-from memstack.longterm.redaction import redact_secrets
-from memstack.longterm.secrets import refuse_secrets
+from memstack.redaction import redact_secrets
+from memstack.secrets import refuse_secrets
 from memstack.storage import Namespace, Record, RecordStore, open_record_store
 from memstack.storage._validate import MAX_LIMIT
 

@@ -1,7 +1,7 @@
 """Redaction: a credential replaced in place by ``[REDACTED:<kind>]``, for the one write
 path that must keep going rather than refuse (an Agents SDK session's history: a run never
 breaks on a key a user pasted or a tool returned). What counts as a credential is the one
-secret filter's (``memstack.longterm.secrets``); ``kind`` is its shape's name.
+secret filter's (``memstack.secrets``); ``kind`` is its shape's name.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any, Final
 import re2
 
 from memstack._json import JSON
-from memstack.longterm._tokenness import passes
-from memstack.longterm.secrets import (
+from memstack._tokenness import passes
+from memstack.secrets import (
     _TIERS,
     EXACT,
     MAX_CANDIDATES,

@@ -22,7 +22,7 @@ The qualifier is the word before the head in the name, or the prose word just be
 name ("Cache key: ...") when the name is one word.
 
 The value. A ``password`` or ``credential`` name refuses any value that is not a
-placeholder (``memstack.longterm._tokenness``: empty, ``<redacted>``, ``***``, ``${VAR}``,
+placeholder (``memstack._tokenness``: empty, ``<redacted>``, ``***``, ``${VAR}``,
 ``$VAR``, ``{{var}}``, ``None``, ``null``, ``true``...) when written as an assignment:
 ``=``, ``:=``, ``=>`` (spaced alike on both sides), a quoted key or value, ``key:value``,
 or ``key: value`` ending its line or clause, where the name is a password's, an
@@ -42,7 +42,7 @@ import re
 from collections.abc import Mapping
 from typing import Final, Literal
 
-from memstack.longterm._tokenness import passes
+from memstack._tokenness import passes
 
 __all__ = ["VALUE_WORDS", "Groups", "Role", "judge_assignment", "key_role"]
 

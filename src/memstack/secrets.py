@@ -18,7 +18,7 @@ specific first, so a key inside an assignment is reported as the key:
    the frame must also pass a token-ness check.
 3. ``assignment``: a name holding a credential word (``password``, ``DB_PASSWORD``,
    ``api key``, ``clientSecret``, ``refresh_token``...) followed by ``=``, ``:``, ``:=``,
-   ``=>``, ``is`` or ``was``, then a value; ``memstack.longterm._assignment`` judges it.
+   ``=>``, ``is`` or ``was``, then a value; ``memstack._secret_assignment`` judges it.
    A password or credential name written as an assignment (``password = letmein``,
    ``token: abc``, ``{"api_key": "x"}``) refuses any value but a placeholder; in prose
    ("my password is hunter2") a value that looks like a password or a token; a bare
@@ -26,7 +26,7 @@ specific first, so a key inside an assignment is reported as the key:
    a credential's (``S3 key``, ``cache key``, ``partition_key``, ``next_page_token``)
    nothing.
 
-The token-ness checks (``memstack.longterm._tokenness``) keep prose, templates and
+The token-ness checks (``memstack._tokenness``) keep prose, templates and
 placeholders out: "The password was changed", ``postgres://USER:PASSWORD@HOST/DB``,
 ``Bearer <api key>``, ``password: ${DB_PASSWORD}``, ``token = get_token()``. A frame
 whose value fails is skipped and the scan goes on after its value, so the number of
@@ -36,7 +36,7 @@ persisting a real key.
 Structured input: a dict key that names a credential (``{"password": "letmein"}``,
 ``{"clientSecret": "x"}``) is judged with its value as the assignment it stands for, and a
 quote escaped by JSON inside a string (a tool's arguments: ``{\"token\": \"abc\"}``)
-counts as a quote. ``memstack.longterm.redaction`` replaces what this finds, for the one
+counts as a quote. ``memstack.redaction`` replaces what this finds, for the one
 path that must not refuse.
 """
 
@@ -50,9 +50,9 @@ from typing import Any, Final
 import re2
 
 from memstack._json import JSON
+from memstack._secret_assignment import VALUE_WORDS, Groups, judge_assignment, key_role
+from memstack._tokenness import Level, passes
 from memstack.errors import InvalidInput
-from memstack.longterm._assignment import VALUE_WORDS, Groups, judge_assignment, key_role
-from memstack.longterm._tokenness import Level, passes
 
 __all__ = [
     "MAX_CANDIDATES",
