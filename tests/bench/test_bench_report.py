@@ -89,9 +89,28 @@ def _command(doc: str, kind: str) -> list[str]:
     return shlex.split(line)[1:]
 
 
+KNOWLEDGE_RUN = {  # as measure_document gives it (tests/bench/test_bench_knowledge.py runs it)
+    "status_code": 202,
+    "document_mb": 0.25,
+    "passages": 330,
+    "answered_s": 0.05,
+    "ready_s": 2.5,
+    "passages_per_s": 132.0,
+    "healthz_max_ms": 3.1,
+    "rss_before_mb": 120.0,
+    "rss_peak_mb": 131.5,
+    "rss_after_mb": 125.0,
+    "rss_growth_mb": 11.5,
+    "rss_growth_to_document": 46.0,
+}
+
+
 def test_every_kind_gets_its_section_table_command_and_plot(results: Path, tmp_path: Path):
+    knowledge = {"benchmark": "knowledge", "embedder": "hash", "runs": [KNOWLEDGE_RUN]}
+    (results / "knowledge.json").write_text(json.dumps(knowledge))
     doc = _report(results, tmp_path / "docs" / "benchmarks.md")
-    for title in ("bench recall", "bench ingest", "bench server", "bench locomo", "bench updates"):
+    titles = ("bench recall", "bench ingest", "bench server", "bench locomo", "bench updates")
+    for title in (*titles, "bench knowledge"):
         assert f"(`memstack {title}`)" in doc
     for name in ("recall.json", "ingest.json", "updates.json", "server.json"):
         assert f"### [{name}](../results/{name})" in doc
@@ -106,6 +125,7 @@ def test_every_kind_gets_its_section_table_command_and_plot(results: Path, tmp_p
     assert "| search | 2 | " in doc and "| 3.0 |" in doc  # server: search's floor CPU ms
     assert "| without time |" in doc and "| bm25 |" in doc
     assert "| explicit |" in doc
+    assert "| 0.25 | 202 in 0.05 s | 330 |" in doc
 
 
 @pytest.mark.parametrize("kind", ["recall", "ingest", "updates"])

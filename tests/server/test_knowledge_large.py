@@ -19,7 +19,12 @@ from memstack.clock import ManualClock
 from memstack.server.app import create_app
 from memstack.server.body_limits import KNOWLEDGE_BODY_BYTES
 from memstack.server.services import Services, open_services
-from memstack.service.knowledge import EMBED_BATCH, SYNC_PASSAGES, KnowledgeBase
+from memstack.service.knowledge import (
+    EMBED_BATCH,
+    MAX_DOCUMENT_CHARS,
+    SYNC_PASSAGES,
+    KnowledgeBase,
+)
 from memstack.service.knowledge_index import LEASE_S, Indexer
 from memstack.service.principal import Principal
 from memstack.storage import Record
@@ -141,6 +146,20 @@ async def test_the_knowledge_route_has_its_own_body_limit(indexing: Indexing):
     memory = {"agent_id": "bot", "key": "k", "value": "x" * 70_000}
     other = await kb.api.post("/api/memories", json=memory, headers=auth(kb.key))
     assert other.status_code == 413 and "64000" in other.json()["error"]["message"]
+
+
+async def test_a_document_of_the_largest_size_fits_the_body_limit(indexing: Indexing):
+    """``MAX_DOCUMENT_CHARS`` of prose, its newlines escaped in JSON, is accepted."""
+    kb = indexing
+    paragraph = "The river runs past the library garden every morning. " * 12
+    text = ("\n\n".join([paragraph] * (MAX_DOCUMENT_CHARS // len(paragraph))))[:MAX_DOCUMENT_CHARS]
+    assert len(text) == MAX_DOCUMENT_CHARS
+    response = await kb.api.post(
+        "/api/knowledge", json={"title": TITLE, "text": text}, headers=auth(kb.key)
+    )
+    assert response.status_code == 202, response.text[:300]
+    deleted = await kb.api.delete(f"/api/knowledge/{response.json()['id']}", headers=auth(kb.key))
+    assert deleted.status_code == 200, deleted.text
 
 
 async def test_a_secret_anywhere_refuses_the_whole_document_before_the_202(indexing: Indexing):

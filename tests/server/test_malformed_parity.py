@@ -27,6 +27,7 @@ import uvicorn
 from memstack.clock import ManualClock
 from memstack.embeddings import HashEmbedder
 from memstack.server.app import create_app
+from memstack.server.body_limits import KNOWLEDGE_BODY_BYTES
 from memstack.server.services import Services, open_services
 from tests.server.conftest import auth, make_keys
 
@@ -286,15 +287,15 @@ def test_the_other_body_routes_answer_the_same_table(
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["declared", "chunked"])
-def test_a_knowledge_document_over_its_10_mib_is_refused_with_413(
+def test_a_knowledge_body_over_its_limit_is_refused_with_413(
     pair: Pair, chunked: bool, caplog: pytest.LogCaptureFixture
 ):
-    text = "Refunds are paid within 14 days. " * (10 * MIB // 32)
+    text = "Refunds are paid within 14 days. " * (KNOWLEDGE_BODY_BYTES // 32)
     body = json.dumps({"title": "Refunds", "text": text}).encode()
-    case = Case("over 10 MiB", body, 413, "body", chunked=chunked)
+    case = Case("over the knowledge body limit", body, 413, "body", chunked=chunked)
     answer = _send(pair.hot, "POST", "/api/knowledge", case)
     error = _check(answer, case)["error"]
-    assert "10485760 bytes" in error["message"]
+    assert f"{KNOWLEDGE_BODY_BYTES} bytes" in error["message"]
     _no_tracebacks(caplog)
 
 

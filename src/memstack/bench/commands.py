@@ -799,3 +799,50 @@ def report_command(results: Path, out: Path) -> None:
     out.write_text(text, encoding="utf-8")
     unknown = sum(r.kind is None for r in found)
     click.echo(f"wrote {out} from {len(found)} JSON files ({unknown} not recognised)")
+
+
+@bench.command("knowledge")
+@click.option(
+    "--mb",
+    "megabytes",
+    default="1,10",
+    show_default=True,
+    help="Document sizes in MiB, comma-separated (at most 10: the route's limit).",
+)
+@_embedder_option
+@click.option(
+    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
+)
+def knowledge_command(
+    megabytes: str, embedder_kind: Literal["local", "hash"], out: Path | None
+) -> None:
+    """One large knowledge document a size, posted to a throwaway server and followed
+    to ready: the 202, passages/s, /healthz meanwhile, and the server's RSS growth as a
+    multiple of the document's size."""
+    from memstack.bench.knowledge import document_text, knowledge_table, measure_document
+    from memstack.bench.report import write_json
+    from memstack.bench.spawn import spawned_server
+    from memstack.errors import MemstackError
+
+    try:
+        sizes = [float(part) for part in megabytes.split(",")]
+    except ValueError as exc:
+        raise click.BadParameter("give sizes in MiB, e.g. 1,10", param_hint="--mb") from exc
+    if not sizes or not all(0 < size <= 10 for size in sizes):
+        raise click.BadParameter("each size must be above 0 and at most 10", param_hint="--mb")
+    runs = []
+    try:
+        for size in sizes:
+            text = document_text(size)
+            with spawned_server(embedder_kind) as server:
+                run = measure_document(
+                    url=server.url, api_key=server.api_key, pid=server.pid, text=text
+                )
+            runs.append(run)
+            click.echo(f"{size:g} MiB: ready in {run['ready_s']} s", err=True)
+    except MemstackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(knowledge_table(runs))
+    if out:
+        write_json(out, {"benchmark": "knowledge", "embedder": embedder_kind, "runs": runs})
+        click.echo(f"wrote {out}")

@@ -290,6 +290,30 @@ def updates_command(p: Payload, out: str) -> str:
     )
 
 
+def knowledge_tables(p: Payload) -> list[str]:
+    headers = ["document MB", "answer", "passages", "ready s", "passages/s"]
+    headers += ["/healthz max ms", "RSS before MB", "RSS peak MB", "growth / document"]
+    fields = ("passages", "ready_s", "passages_per_s", "healthz_max_ms", "rss_before_mb")
+    rows = [
+        [
+            r["document_mb"],
+            f"{r['status_code']} in {r['answered_s']} s",
+            *(r[f] for f in fields),
+            r["rss_peak_mb"],
+            r["rss_growth_to_document"],
+        ]
+        for r in p["runs"]
+    ]
+    return [f"A throwaway SQLite server, embedder `{p['embedder']}`.", "", *md_table(headers, rows)]
+
+
+def knowledge_command(p: Payload, out: str) -> str:
+    sizes = ",".join(f"{r['document_mb']:g}" for r in p["runs"])
+    return (
+        f"memstack bench knowledge --mb {sizes} --embedder {p['embedder']} --out {shlex.quote(out)}"
+    )
+
+
 KINDS: Final = (
     Kind(
         name="recall",
@@ -335,5 +359,15 @@ KINDS: Final = (
         keys=frozenset({"modes", "conversations"}),
         tables=updates_tables,
         command=updates_command,
+    ),
+    Kind(
+        name="knowledge",
+        title="Large knowledge documents",
+        about="One document a size posted to a server and followed to ready: the answer "
+        "(202 for a large one), passages/s, /healthz meanwhile, and the server's RSS growth "
+        "as a multiple of the document's size.",
+        keys=frozenset({"runs", "embedder", "benchmark"}),
+        tables=knowledge_tables,
+        command=knowledge_command,
     ),
 )

@@ -12,7 +12,7 @@ from pathlib import Path
 from memstack.errors import ConfigError
 from memstack.storage._heap import release_heap
 
-__all__ = ["cpu_seconds", "release_memory", "rss_mb"]
+__all__ = ["cpu_seconds", "release_memory", "rss_mb", "tree_rss_mb"]
 
 
 def rss_mb() -> float:
@@ -25,6 +25,19 @@ def rss_mb() -> float:
         pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def tree_rss_mb(pid: int) -> float:
+    """The resident memory (VmRSS) of process ``pid`` and its live descendants (a
+    server's worker processes), from /proc; 0 for a process that has gone."""
+    total_kb = 0
+    for process in [pid, *_proc_descendants(pid)]:
+        try:
+            lines = Path(f"/proc/{process}/status").read_text().splitlines()
+        except OSError:
+            continue
+        total_kb += sum(int(line.split()[1]) for line in lines if line.startswith("VmRSS:"))
+    return total_kb / 1024
 
 
 def cpu_seconds(pid: int) -> float:

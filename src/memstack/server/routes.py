@@ -310,7 +310,7 @@ def _knowledge_routes(services: Services) -> APIRouter:
     ) -> DocumentSummary:
         """Add a document: embedded now (201) or, over 128 passages, in the background
         (202; ``Location`` is its status, searchable passage by passage meanwhile). The
-        body may be up to 10 MiB."""
+        text may be up to 10 MiB, the body 12 MiB."""
         doc = await knowledge.add(
             caller,
             title=body.title,
