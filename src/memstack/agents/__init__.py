@@ -74,16 +74,3 @@ __all__ = [
     "skills_section",
 ]
 
-
-def __getattr__(name: str) -> object:
-    """``MemoryStoreBinding``, the old name of ``MemoryServiceBinding`` (one release)."""
-    if name == "MemoryStoreBinding":
-        import warnings
-
-        warnings.warn(
-            "MemoryStoreBinding is deprecated; use MemoryServiceBinding.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return MemoryServiceBinding
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
