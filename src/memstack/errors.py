@@ -7,12 +7,16 @@
      │    │                            (a missing extra, a bad setting, an invalid tool schema)
      │    └── AuthError                a server refused the API key (401) or its rights (403)
      ├── InvalidInput (ValueError)     the developer passed a bad argument; ``field`` names it
-     │    └── NotFound (LookupError)   the thing asked for does not exist
+     │    ├── NotFound (LookupError)   the thing asked for does not exist
+     │    └── Forbidden                the key may not act for that agent, or change what
+     │                                 every agent shares
      ├── StoreUnavailable              operations: a backend (database, Redis, model) is down
      │    └── WriteConflict            a record changed between the read a write depended
      │                                 on and the write; the write changed nothing
+     ├── PlanningError                 the model produced no valid plan within its attempts
      ├── ProviderError                 an LLM provider refused or failed a call (bad key,
-     │                                 rate limit, server error); ``status`` when HTTP gave one
+     │    │                            rate limit, server error); ``status`` when HTTP gave one
+     │    └── ReconcileError           a reconciliation reply broke the prompt's protocol
      └── ToolInputError                the LLM passed bad tool arguments; the message is
                                        returned to the model as the tool result, so it
                                        says what to change
@@ -26,10 +30,13 @@ from __future__ import annotations
 __all__ = [
     "AuthError",
     "ConfigError",
+    "Forbidden",
     "InvalidInput",
     "MemstackError",
     "NotFound",
+    "PlanningError",
     "ProviderError",
+    "ReconcileError",
     "StoreUnavailable",
     "ToolInputError",
     "WriteConflict",
@@ -98,3 +105,32 @@ class ToolInputError(MemstackError):
         super().__init__(message)
         self.tool = tool
         self.fields = fields
+
+
+class Forbidden(InvalidInput):
+    """The caller's key may not act for that agent, or may not change what every agent
+    shares."""
+
+
+class PlanningError(MemstackError):
+    """The model did not produce a valid plan within ``attempts`` attempts.
+    ``last_error`` is the last rejection, as the model was told it."""
+
+    def __init__(self, message: str, *, attempts: int, last_error: str) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.last_error = last_error
+
+
+class ReconcileError(ProviderError):
+    """The reconciliation reply broke the protocol the prompt asks for; the message names
+    the first thing wrong. The whole reply is refused: act on none of it."""
+
+    def __init__(self, problem: str, *, provider: str) -> None:
+        super().__init__(
+            f"{provider} sent a reconciliation reply that was refused: {problem}. "
+            "Nothing in it should be applied; retry the call or keep the stored "
+            "memories as they are.",
+            provider=provider,
+        )
+        self.problem = problem

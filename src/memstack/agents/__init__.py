@@ -73,4 +73,3 @@ __all__ = [
     "plan_of",
     "skills_section",
 ]
-

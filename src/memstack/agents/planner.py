@@ -24,7 +24,7 @@ from memstack.agents.planner_prompts import (
     build_planning_user_message,
     retry_feedback,
 )
-from memstack.errors import InvalidInput, MemstackError, ToolInputError
+from memstack.errors import InvalidInput, PlanningError, ToolInputError
 from memstack.providers.base import INVALID_JSON_KEY, ChatModel, Completion, Message, ToolCall
 from memstack.tools import Tool
 from memstack.working import MEMORY_TOOL_NAMES
@@ -50,16 +50,6 @@ CREATE_TASK: Final = "create_task"
 DEFAULT_MAX_STEPS: Final = 10
 DEFAULT_MAX_RETRIES: Final = 3
 _ALWAYS_AVAILABLE: Final = (*MEMORY_TOOL_NAMES, FINISH_STEP)
-
-
-class PlanningError(MemstackError):
-    """The model did not produce a valid plan within ``attempts`` attempts.
-    ``last_error`` is the last rejection, as the model was told it."""
-
-    def __init__(self, message: str, *, attempts: int, last_error: str) -> None:
-        super().__init__(message)
-        self.attempts = attempts
-        self.last_error = last_error
 
 
 # -- the create_task tool -----------------------------------------------------------------

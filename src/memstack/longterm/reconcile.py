@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, TypeGuard, get_args
 
 from memstack._json import JSON
-from memstack.errors import InvalidInput, ProviderError
+from memstack.errors import InvalidInput, ReconcileError
 from memstack.longterm._fence import unfenced
 from memstack.longterm.types import Candidate
 from memstack.providers.base import Message
@@ -87,20 +87,6 @@ in order of the candidate numbers, and no other keys:
 _ID_SHAPE: Final = re.compile(r'[^\s\[\]"]+')
 _TOP_KEYS: Final = frozenset({"decisions"})
 _DECISION_KEYS: Final = frozenset({"candidate", "action", "id"})
-
-
-class ReconcileError(ProviderError):
-    """The reconciliation reply broke the protocol the prompt asks for; the message names
-    the first thing wrong. The whole reply is refused: act on none of it."""
-
-    def __init__(self, problem: str, *, provider: str) -> None:
-        super().__init__(
-            f"{provider} sent a reconciliation reply that was refused: {problem}. "
-            "Nothing in it should be applied; retry the call or keep the stored "
-            "memories as they are.",
-            provider=provider,
-        )
-        self.problem = problem
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memstack.errors import InvalidInput
+from memstack.errors import Forbidden
 from memstack.service.types import Memory, Scope, check_id_part
 
 __all__ = ["Forbidden", "Principal"]
-
-
-class Forbidden(InvalidInput):
-    """The caller's key may not act for that agent, or may not change what every agent
-    shares."""
 
 
 @dataclass(frozen=True, kw_only=True)
