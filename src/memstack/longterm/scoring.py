@@ -17,6 +17,7 @@ import re2
 
 from memstack._filled import filled
 from memstack.storage._text import tokenize
+from memstack.storage.hybrid import KEYWORD_WEIGHT
 
 __all__ = [
     "HALF_LIFE_DAYS",
@@ -43,11 +44,6 @@ W_RECENCY: Final = 0.2
 W_IMPORTANCE: Final = 0.1
 HALF_LIFE_DAYS: Final = 30.0
 _DAY: Final = 86_400.0
-
-
-KEYWORD_WEIGHT: Final = 0.3
-"""Share of keyword (BM25) relevance in the relevance term; measured on LoCoMo, where
-0.2-0.5 all beat both pure rankings and 0.3 was best."""
 
 
 @dataclass(frozen=True, kw_only=True)

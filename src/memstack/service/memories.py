@@ -61,7 +61,7 @@ from memstack.service.types import (
     memory_id,
 )
 from memstack.storage import Filter, Record, RecordStore
-from memstack.storage.hybrid import fused_candidates
+from memstack.storage.hybrid import KEYWORD_WEIGHT, fused_candidates
 
 __all__ = [
     "DEFAULT_LTM_MAX_ENTRIES",
@@ -82,7 +82,6 @@ merged); ``cursor`` pages at any depth."""
 _LIST_CHUNK: Final = 5_000
 """Rows read from a bucket at a time for a listing (a store reads at most 10,000)."""
 MAX_SEARCH_LIMIT: Final = 100
-KEYWORD_WEIGHT: Final = 0.3
 PRUNE_EVERY_S: Final = 1.0
 _DELETE_BATCH: Final = 500
 _WRITE_LOCKS: Final = 64

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +28,7 @@ from memstack.storage.base import NamespaceLike, RecordStore
 from memstack.storage.types import Filter, Record, own_copy
 
 __all__ = [
+    "KEYWORD_WEIGHT",
     "Candidates",
     "HybridHit",
     "KeywordHalf",
@@ -35,6 +37,12 @@ __all__ = [
     "hybrid_candidates",
     "keyword_matches",
 ]
+
+
+KEYWORD_WEIGHT: Final = 0.3
+"""Share of keyword (BM25) relevance in a hybrid relevance, for long-term recall and the
+service's search alike; measured on LoCoMo, where 0.2-0.5 all beat both pure rankings
+and 0.3 was best."""
 
 
 @dataclass(frozen=True, kw_only=True)
