@@ -48,7 +48,12 @@ from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_SEARC
 from memstack.service.paging import MAX_CURSOR_CHARS
 from memstack.service.principal import Principal
 from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
-from memstack.service.types import MAX_KEY_CHARS, MAX_PROVENANCE_DETAIL_CHARS, MAX_VALUE_CHARS
+from memstack.service.types import (
+    MAX_ID_PART_CHARS,
+    MAX_KEY_CHARS,
+    MAX_PROVENANCE_DETAIL_CHARS,
+    MAX_VALUE_CHARS,
+)
 
 __all__ = ["CONTEXT_RESOURCE", "Caller", "build_server"]
 
@@ -63,9 +68,11 @@ INSTRUCTIONS = (
     "short key (the same key again updates it); use search_memories to find older ones."
 )
 
-AgentId = Annotated[str, Field(min_length=1, max_length=128, description=f"The agent. {ID_RULE}")]
+AgentId = Annotated[
+    str, Field(min_length=1, max_length=MAX_ID_PART_CHARS, description=f"The agent. {ID_RULE}")
+]
 SessionId = Annotated[
-    str | None, Field(default=None, min_length=1, max_length=128, description=ID_RULE)
+    str | None, Field(default=None, min_length=1, max_length=MAX_ID_PART_CHARS, description=ID_RULE)
 ]
 ScopeName = Literal["session", "agent", "global"]
 MemoryId = Annotated[
@@ -125,7 +132,7 @@ def _memory_tools(
             str | None,
             Field(
                 min_length=1,
-                max_length=128,
+                max_length=MAX_ID_PART_CHARS,
                 description="The agent the memory belongs to; the server's default agent "
                 "when omitted.",
             ),
@@ -172,7 +179,11 @@ def _memory_tools(
         query: Annotated[str, Field(min_length=1, max_length=MAX_VALUE_CHARS)],
         agent_id: Annotated[
             str | None,
-            Field(min_length=1, max_length=128, description="Only this agent's (and global)."),
+            Field(
+                min_length=1,
+                max_length=MAX_ID_PART_CHARS,
+                description="Only this agent's (and global).",
+            ),
         ] = None,
         scope: ScopeName | None = None,
         session_id: SessionId = None,
@@ -204,7 +215,7 @@ def _memory_tools(
         annotations=read_only,
     )
     async def list_memories(
-        agent_id: Annotated[str | None, Field(min_length=1, max_length=128)] = None,
+        agent_id: Annotated[str | None, Field(min_length=1, max_length=MAX_ID_PART_CHARS)] = None,
         scope: ScopeName | None = None,
         session_id: SessionId = None,
         key: Annotated[str | None, Field(min_length=1, max_length=MAX_KEY_CHARS)] = None,
@@ -295,7 +306,11 @@ def _context_tools(
     async def get_context(
         agent_id: Annotated[
             str | None,
-            Field(min_length=1, max_length=128, description="The server's default when omitted."),
+            Field(
+                min_length=1,
+                max_length=MAX_ID_PART_CHARS,
+                description="The server's default when omitted.",
+            ),
         ] = None,
         session_id: SessionId = None,
         query: Annotated[str | None, Field(min_length=1, max_length=4_000)] = None,

@@ -55,11 +55,18 @@ from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemorySer
 from memstack.service.paging import MAX_CURSOR_CHARS
 from memstack.service.principal import Principal
 from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
+from memstack.service.types import MAX_ID_PART_CHARS
 
 __all__ = ["api_routes", "health_route", "searched", "stored"]
 
 IdParam = Annotated[
-    str, Query(min_length=1, max_length=128, description=ID_RULE, json_schema_extra=ID_PATTERN)
+    str,
+    Query(
+        min_length=1,
+        max_length=MAX_ID_PART_CHARS,
+        description=ID_RULE,
+        json_schema_extra=ID_PATTERN,
+    ),
 ]
 MemoryId = Annotated[
     str,

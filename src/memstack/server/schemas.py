@@ -55,7 +55,10 @@ AS_OF_HELP = (
     "Seconds since the epoch: answer with the versions valid at that moment (each carries "
     "the id of its memory) instead of the current ones."
 )
-ID_RULE = "1-128 characters: a letter or digit (any script), then letters, digits and _ . : @ / -"
+ID_RULE = (
+    f"1-{MAX_ID_PART_CHARS} characters: a letter or digit (any script), then letters, "
+    "digits and _ . : @ / -"
+)
 ID_PATTERN: dict[str, Any] = {"pattern": ID_PART_PATTERN}
 """The id rule as JSON Schema (``json_schema_extra``). Documented, not checked here: the
 service checks every id with Python's ``re`` (``check_id_part``), whose ``\\w`` pydantic's
