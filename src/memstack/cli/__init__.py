@@ -22,12 +22,12 @@ from memstack.tools import Tool
 from memstack.working import MEMORY_TOOLS_PROMPT, memory_tools
 
 LAZY_COMMANDS: Mapping[str, str] = {
-    "agent": "memstack.agents.commands:agent",
-    "bench": "memstack.bench.commands:bench",
-    "keys": "memstack.server.commands:keys",
-    "mcp": "memstack.mcp.commands:mcp",
-    "memories": "memstack.memories_cli:memories",
-    "serve": "memstack.server.commands:serve",
+    "agent": "memstack.cli.agent:agent",
+    "bench": "memstack.cli.bench:bench",
+    "keys": "memstack.cli.keys:keys",
+    "mcp": "memstack.cli.mcp:mcp",
+    "memories": "memstack.cli.memories:memories",
+    "serve": "memstack.cli.serve:serve",
 }
 """Command name -> ``module:attribute`` of a command imported only when it is used."""
 

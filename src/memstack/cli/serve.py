@@ -1,46 +1,31 @@
-"""``memstack serve`` and ``memstack keys ...``."""
+"""``memstack serve``: the memory server, and its first key on a fresh store."""
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-import re
 import socket
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
+from memstack.cli._store import db_option, echo_data_location, postgres_option, settings_from_env
 from memstack.errors import MemstackError
 from memstack.home import first_key_file, write_private
 from memstack.server.settings import ServerSettings
-from memstack.service.api_keys import ApiKeys, KeyInfo
+from memstack.service.api_keys import ApiKeys
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from memstack.server.services import Services
 
-_db = click.option(
-    "--db",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="SQLite file of the long-term tier [env MEMSTACK_DB; default memstack.db in "
-    "MEMSTACK_HOME, itself by default the per-user data folder, e.g. ~/.local/share/memstack].",
-)
-_postgres = click.option(
-    "--postgres-url", default=None, help="PostgreSQL instead of SQLite [env MEMSTACK_POSTGRES_URL]."
-)
-
 
 @click.command()
-@_db
-@_postgres
+@db_option
+@postgres_option
 @click.option(
     "--redis-url", default=None, help="Redis for the short-term tier [env MEMSTACK_REDIS_URL]."
 )
@@ -69,7 +54,7 @@ def serve(
     durable: bool | None,
 ) -> None:
     """Run the memory server (REST API, OpenAPI docs at /docs)."""
-    settings = _settings(
+    settings = settings_from_env(
         db=db,
         postgres_url=postgres_url,
         redis_url=redis_url,
@@ -86,7 +71,7 @@ def serve(
         )
     _require_server_extra()
     with _bind(settings.host, settings.port) as listening:
-        _echo_data_location(settings)
+        echo_data_location(settings)
         # One process alone on its cores: the model's calls get cores of their own.
         services = _open_services(settings, pin_model=settings.workers == 1)
         try:
@@ -144,15 +129,6 @@ def _bind(host: str, port: int) -> socket.socket:
         ) from exc
     sock.set_inheritable(True)
     return sock
-
-
-def _echo_data_location(settings: ServerSettings) -> None:
-    """Where the keys and memories live, so two commands can be seen to share them."""
-    if settings.postgres_url:
-        where = "PostgreSQL " + re.sub(r"//[^@/]*@", "//", settings.postgres_url)
-    else:
-        where = str(settings.db.resolve())
-    click.echo(f"data: {where}", err=True)
 
 
 def _cores(cores: frozenset[int]) -> str:
@@ -237,138 +213,3 @@ def _run(app: FastAPI | str, settings: ServerSettings, listening: socket.socket)
         server.run(sockets=[listening])
         if not server.started:
             raise click.ClickException("the server did not start; see the messages above.")
-
-
-@click.group()
-def keys() -> None:
-    """API keys of the memory server: create, list, revoke."""
-
-
-@keys.command("create")
-@click.option("--tenant", required=True, help="The tenant the key acts for.")
-@click.option("--agents", default=None, help="Comma-separated agent ids the key is limited to.")
-@click.option("--label", default=None, help="A note to recognise the key by.")
-@click.option(
-    "--global-write",
-    is_flag=True,
-    help="With --agents: the key may also change global memories and knowledge documents "
-    "(without it, it only reads them). A key without --agents always may.",
-)
-@_db
-@_postgres
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def keys_create(
-    tenant: str,
-    agents: str | None,
-    label: str | None,
-    global_write: bool,
-    db: Path | None,
-    postgres_url: str | None,
-    as_json: bool,
-) -> None:
-    """Create a key; the raw key is printed only now."""
-    agent_list = [a.strip() for a in agents.split(",") if a.strip()] if agents else None
-    with _keys(db, postgres_url) as api_keys:
-        raw, info = api_keys.create(
-            tenant=tenant, agents=agent_list, label=label, global_write=global_write
-        )
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "key": raw,
-                    "tenant": info.tenant,
-                    "id": info.id,
-                    "agents": info.agents and list(info.agents),
-                    "global_write": info.may_write_global,
-                }
-            )
-        )
-    else:
-        click.echo(f"API key for tenant {info.tenant!r} (shown only now):\n{raw}")
-
-
-@keys.command("list")
-@click.option("--tenant", default=None)
-@_db
-@_postgres
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def keys_list(tenant: str | None, db: Path | None, postgres_url: str | None, as_json: bool) -> None:
-    """List keys (never the raw keys)."""
-    with _keys(db, postgres_url) as api_keys:
-        found = api_keys.list(tenant=tenant)
-    if as_json:
-        click.echo(json.dumps([_key_json(k) for k in found], indent=2))
-        return
-    for k in found:
-        state = "active" if k.active else "revoked"
-        agents = ",".join(k.agents) if k.agents else "*"
-        writes = "global-write" if k.may_write_global else "global-read"
-        click.echo(
-            f"{k.id}  {k.tenant:<20} agents={agents:<20} {writes:<12} {state:<8} {k.label or ''}"
-        )
-
-
-@keys.command("revoke")
-@click.argument("key_id")
-@_db
-@_postgres
-def keys_revoke(key_id: str, db: Path | None, postgres_url: str | None) -> None:
-    """Revoke a key by its id (as `keys list` shows it, with or without msk_, or the whole
-    key); it stops working at once."""
-    with _keys(db, postgres_url) as api_keys:
-        info = api_keys.revoke(_key_id(key_id))
-    click.echo(f"revoked {info.id} (tenant {info.tenant!r})")
-
-
-_KEY_ID = re.compile(r"^msk_([0-9a-f]{16})(?:_.*)?$", re.S)
-
-
-def _key_id(text: str) -> str:
-    """The id inside ``msk_<id>`` or a whole ``msk_<id>_<secret>`` key; other text as given."""
-    found = _KEY_ID.match(text.strip())
-    return found.group(1) if found else text.strip()
-
-
-def _settings(**flags: Any) -> ServerSettings:
-    try:
-        return ServerSettings.from_env(os.environ, **flags)
-    except MemstackError as exc:
-        raise click.ClickException(str(exc)) from exc
-
-
-@contextmanager
-def _keys(db: Path | None, postgres_url: str | None) -> Iterator[ApiKeys]:
-    from memstack.server.services import open_records
-
-    settings = _settings(db=db, postgres_url=postgres_url)
-    _echo_data_location(settings)
-    try:
-        records = open_records(settings.store_url)
-    except MemstackError as exc:
-        raise click.ClickException(str(exc)) from exc
-    try:
-        yield ApiKeys(records)
-    except MemstackError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        records.close()
-
-
-def _key_json(info: KeyInfo) -> dict[str, object]:
-    return {
-        "id": info.id,
-        "tenant": info.tenant,
-        "agents": list(info.agents) if info.agents else None,
-        "label": info.label,
-        "global_write": info.may_write_global,
-        "active": info.active,
-        "created_at": _iso(info.created_at),
-        "revoked_at": None if info.revoked_at is None else _iso(info.revoked_at),
-    }
-
-
-def _iso(seconds: float) -> str:
-    """The REST API's time format: ISO 8601 in UTC with milliseconds and ``Z``."""
-    moment = datetime.fromtimestamp(seconds, tz=UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,43 @@
+"""What ``memstack serve`` and ``memstack keys`` share: where the data lives."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memstack.errors import MemstackError
+from memstack.server.settings import ServerSettings
+
+__all__ = ["db_option", "echo_data_location", "postgres_option", "settings_from_env"]
+
+db_option = click.option(
+    "--db",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="SQLite file of the long-term tier [env MEMSTACK_DB; default memstack.db in "
+    "MEMSTACK_HOME, itself by default the per-user data folder, e.g. ~/.local/share/memstack].",
+)
+postgres_option = click.option(
+    "--postgres-url", default=None, help="PostgreSQL instead of SQLite [env MEMSTACK_POSTGRES_URL]."
+)
+
+
+def settings_from_env(**flags: Any) -> ServerSettings:
+    """The server's settings from the environment and the given flags."""
+    try:
+        return ServerSettings.from_env(os.environ, **flags)
+    except MemstackError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def echo_data_location(settings: ServerSettings) -> None:
+    """Where the keys and memories live, so two commands can be seen to share them."""
+    if settings.postgres_url:
+        where = "PostgreSQL " + re.sub(r"//[^@/]*@", "//", settings.postgres_url)
+    else:
+        where = str(settings.db.resolve())
+    click.echo(f"data: {where}", err=True)
