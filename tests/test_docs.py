@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from memstack.cli import main as memstack_cli
 from memstack.embeddings import HashEmbedder
-from memstack.server.services import open_services
+from memstack.wiring import open_services
 from tests.docs_pages import (
     PAGES,
     README,

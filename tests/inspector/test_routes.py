@@ -13,7 +13,7 @@ import pytest
 
 from memstack.embeddings import HashEmbedder
 from memstack.server.app import create_app
-from memstack.server.services import open_services
+from memstack.wiring import open_services
 
 STATIC = files("memstack.inspector").joinpath("static")
 NAMES = ["index.html", "inspector.js", "inspector.css", "run.html", "run.js"]

@@ -13,8 +13,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from memstack.server.services import open_records
 from memstack.service.api_keys import ApiKeys
+from memstack.wiring import open_records
 
 # The deterministic embedder: no model to load in the server processes.
 EMBEDDER_ENV = {"MEMSTACK_MEMORY_EMBEDDING_PROVIDER": "hash"}

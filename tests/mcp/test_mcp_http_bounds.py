@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memstack.server.services import open_records
 from memstack.service.api_keys import ApiKeys
+from memstack.wiring import open_records
 from tests.servers import ServeProcess, serve_env, serving_memstack
 
 STREAM = {"Accept": "text/event-stream"}

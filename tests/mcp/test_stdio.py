@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from mcp.types import CallToolResult, TextContent
 
 from memstack.cli import main
-from memstack.server.services import open_records
 from memstack.service.api_keys import ApiKeys
+from memstack.wiring import open_records
 from tests.mcp.conftest import EMBEDDER_ENV, Keys, mcp_command, stdio_client
 
 TOOLS = {

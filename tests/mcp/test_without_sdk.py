@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from memstack.cli import main
 from memstack.embeddings import HashEmbedder
 from memstack.server.app import create_app
-from memstack.server.services import open_services
+from memstack.wiring import open_services
 
 EXTRA = 'pip install "memstack[mcp]"'
 

@@ -45,9 +45,9 @@ from typing import Any
 
 import httpx
 
-from memstack.server.services import open_records
 from memstack.service.api_keys import ApiKeys
 from memstack.service.versions import MAX_VERSIONS
+from memstack.wiring import open_records
 from tests.servers import serve_env, serving_memstack
 
 CYCLES = 3

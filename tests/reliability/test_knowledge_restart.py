@@ -16,9 +16,9 @@ from typing import Any
 
 import httpx
 
-from memstack.server.services import open_records
 from memstack.service.api_keys import ApiKeys
 from memstack.service.passages import split_passages
+from memstack.wiring import open_records
 from tests.server.indexing import WAIT_S, prose
 from tests.servers import ServeProcess, serve_env, serving_memstack
 

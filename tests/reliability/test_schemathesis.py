@@ -24,7 +24,7 @@ from schemathesis.specs.openapi.checks import (
 
 from memstack.embeddings import HashEmbedder
 from memstack.server.app import create_app
-from memstack.server.services import Services, open_services
+from memstack.wiring import Services, open_services
 
 CHECKS = [
     not_a_server_error,

@@ -16,7 +16,7 @@ import uvicorn
 
 from memstack.embeddings import HashEmbedder
 from memstack.server.app import create_app
-from memstack.server.services import Services, open_services
+from memstack.wiring import Services, open_services
 
 
 @dataclass

@@ -8,8 +8,8 @@ import redis
 from click.testing import CliRunner
 
 from memstack.cli import main
-from memstack.server.services import Services
 from memstack.service.principal import Principal
+from memstack.wiring import Services
 from tests.server.conftest import Keys, LiveServer
 
 

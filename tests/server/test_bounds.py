@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from memstack.server.app import create_app
-from memstack.server.services import open_services
 from memstack.service.knowledge import CHUNK_CHARS, EMBED_BATCH, SYNC_PASSAGES
 from memstack.service.memories import MAX_LIST_OFFSET
+from memstack.wiring import open_services
 from tests.embeddings.recording import RecordingEmbedder
 from tests.server.conftest import Keys, auth
 from tests.server.indexing import until_indexed

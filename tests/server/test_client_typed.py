@@ -15,7 +15,7 @@ import pytest
 from memstack import ConfigError, InvalidInput
 from memstack.client import AsyncMemoryClient, AuthError, MemoryClient
 from memstack.embeddings import HashEmbedder
-from memstack.server.services import open_services
+from memstack.wiring import open_services
 from tests.server.conftest import Keys, LiveServer, auth, serve_in_thread
 
 

@@ -25,7 +25,7 @@ from memstack.server.cores import (
     usable_cores,
 )
 from memstack.server.lanes import LaneEmbedder
-from memstack.server.services import model_lanes, open_services
+from memstack.wiring import model_lanes, open_services
 from tests.server.test_workers import _wait_healthy
 from tests.servers import first_key, free_port
 

@@ -33,7 +33,6 @@ from memstack.client import MemoryClient
 from memstack.clock import SystemClock
 from memstack.embeddings import HashEmbedder
 from memstack.server.schemas import iso
-from memstack.server.services import Services
 from memstack.service.api_keys import ApiKeys
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
@@ -42,6 +41,7 @@ from memstack.service.restore import MAX_RESTORE_MEMORIES, MemoryIn, VersionIn
 from memstack.service.stm import InProcessTier
 from memstack.service.types import PROVENANCES, memory_id
 from memstack.storage import PostgresRecordStore, RecordStore, SQLiteRecordStore
+from memstack.wiring import Services
 from tests.server.conftest import LiveServer, serve_in_thread
 
 ACME = Principal(tenant="acme")

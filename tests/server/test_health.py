@@ -17,7 +17,7 @@ from memstack.embeddings import HashEmbedder
 from memstack.errors import StoreUnavailable
 from memstack.server.app import create_app
 from memstack.server.health import TierProbe
-from memstack.server.services import Services, open_services
+from memstack.wiring import Services, open_services
 from tests.servers import free_port
 
 

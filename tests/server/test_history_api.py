@@ -11,8 +11,8 @@ import pytest
 from memstack import InvalidInput, ManualClock, NotFound
 from memstack.client import AsyncMemoryClient, MemoryClient
 from memstack.embeddings import HashEmbedder
-from memstack.server.services import Services, open_services
 from memstack.storage import Filter
+from memstack.wiring import Services, open_services
 from tests.server.conftest import Keys, LiveServer, auth
 
 T0 = 1_780_000_000.0

@@ -17,9 +17,9 @@ from memstack.embeddings import HashEmbedder
 from memstack.server import routes
 from memstack.server.app import create_app
 from memstack.server.hot_routes import HotRoutes
-from memstack.server.services import Services, open_services
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET
 from memstack.service.principal import Principal
+from memstack.wiring import Services, open_services
 from tests.server.conftest import Keys, auth, make_keys
 
 LIMIT = 64_000

@@ -18,7 +18,6 @@ from memstack.client import AsyncMemoryClient, MemoryClient
 from memstack.clock import ManualClock
 from memstack.server.app import create_app
 from memstack.server.body_limits import KNOWLEDGE_BODY_BYTES
-from memstack.server.services import Services, open_services
 from memstack.service.knowledge import (
     EMBED_BATCH,
     MAX_DOCUMENT_CHARS,
@@ -28,6 +27,7 @@ from memstack.service.knowledge import (
 from memstack.service.knowledge_index import LEASE_S, Indexer
 from memstack.service.principal import Principal
 from memstack.storage import Record
+from memstack.wiring import Services, open_services
 from tests.server.conftest import Keys, LiveServer, auth
 from tests.server.indexing import WAIT_S, GatedEmbedder, prose, status, until_indexed
 

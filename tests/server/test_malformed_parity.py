@@ -28,7 +28,7 @@ from memstack.clock import ManualClock
 from memstack.embeddings import HashEmbedder
 from memstack.server.app import create_app
 from memstack.server.body_limits import KNOWLEDGE_BODY_BYTES
-from memstack.server.services import Services, open_services
+from memstack.wiring import Services, open_services
 from tests.server.conftest import auth, make_keys
 
 MIB = 1_048_576

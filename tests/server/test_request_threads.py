@@ -7,7 +7,7 @@ from starlette.testclient import TestClient
 
 from memstack.embeddings import BatchingEmbedder, EmbeddingSettings, HashEmbedder, LocalEmbedder
 from memstack.server.app import create_app
-from memstack.server.services import Services, model_lanes, open_services
+from memstack.wiring import Services, model_lanes, open_services
 
 
 def _ping_thread(

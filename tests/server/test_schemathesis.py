@@ -34,8 +34,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from memstack.server.services import open_records
 from memstack.service.api_keys import ApiKeys
+from memstack.wiring import open_records
 from tests.servers import ServeProcess, serve_env, serving_memstack
 
 CHECKS = [

@@ -7,7 +7,7 @@ import pytest
 
 from memstack.client import MemoryClient
 from memstack.embeddings import HashEmbedder
-from memstack.server.services import Services, open_services
+from memstack.wiring import Services, open_services
 from tests.server.conftest import serve_in_thread
 
 

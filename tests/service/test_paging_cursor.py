@@ -19,7 +19,6 @@ import pytest
 from memstack import ManualClock
 from memstack.embeddings import HashEmbedder
 from memstack.server.app import create_app
-from memstack.server.services import Services
 from memstack.service.api_keys import ApiKeys
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemoryService
@@ -28,6 +27,7 @@ from memstack.service.restore import MAX_RESTORE_MEMORIES, MemoryIn, VersionIn
 from memstack.service.stm import InProcessTier
 from memstack.service.types import Memory, Scope
 from memstack.storage import RecordStore
+from memstack.wiring import Services
 
 ACME = Principal(tenant="acme")
 T = 1_780_000_000.0

@@ -9,10 +9,10 @@ the tenant's id index, its API key, and its short-term buckets in Redis. The ten
 
 from __future__ import annotations
 
-from memstack.server.services import open_records
 from memstack.service.api_keys import NAMESPACE as KEYS
 from memstack.service.ltm import LongTermTier
 from memstack.storage import Namespace
+from memstack.wiring import open_records
 
 __all__ = ["erase_tenant"]
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from memstack.bench.load import Call
 from memstack.embeddings import EmbeddingSettings
-from memstack.server.services import open_services
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
+from memstack.wiring import open_services
 
 __all__ = ["CpuFloor", "replay_in_process"]
 

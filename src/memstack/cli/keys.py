@@ -111,7 +111,7 @@ def _key_id(text: str) -> str:
 
 @contextmanager
 def _keys(db: Path | None, postgres_url: str | None) -> Iterator[ApiKeys]:
-    from memstack.server.services import open_records
+    from memstack.wiring import open_records
 
     settings = settings_from_env(db=db, postgres_url=postgres_url)
     echo_data_location(settings)

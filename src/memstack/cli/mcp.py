@@ -58,7 +58,7 @@ def mcp(
 
         require_sdk()
         from memstack.mcp.stdio import API_KEY_ENV, serve_stdio
-        from memstack.server.services import services_from_settings
+        from memstack.wiring import services_from_settings
 
         settings = ServerSettings.from_env(
             os.environ,

@@ -20,7 +20,7 @@ from memstack.service.api_keys import ApiKeys
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from memstack.server.services import Services
+    from memstack.wiring import Services
 
 
 @click.command()
@@ -136,7 +136,7 @@ def _cores(cores: frozenset[int]) -> str:
 
 
 def _open_services(settings: ServerSettings, *, pin_model: bool = False) -> Services:
-    from memstack.server.services import services_from_settings
+    from memstack.wiring import services_from_settings
 
     try:
         return services_from_settings(settings, pin_model=pin_model)

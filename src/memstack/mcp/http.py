@@ -36,9 +36,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.mcp import require_sdk
 from memstack.server.errors import error_response
-from memstack.server.services import Services
 from memstack.service.api_keys import ApiKeys
 from memstack.service.principal import Principal
+from memstack.wiring import Services
 
 __all__ = ["KEY_RECHECK_S", "MAX_STREAM_S", "MCP_PATH", "mount_mcp"]
 

@@ -43,7 +43,6 @@ from memstack.server.schemas import (
     memory_out,
     page_out,
 )
-from memstack.server.services import Services
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_SEARCH_LIMIT
 from memstack.service.paging import MAX_CURSOR_CHARS
 from memstack.service.principal import Principal
@@ -54,6 +53,7 @@ from memstack.service.types import (
     MAX_PROVENANCE_DETAIL_CHARS,
     MAX_VALUE_CHARS,
 )
+from memstack.wiring import Services
 
 __all__ = ["CONTEXT_RESOURCE", "Caller", "build_server"]
 

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memstack.server.app import create_app
-    from memstack.server.services import Services, open_services
     from memstack.server.settings import ServerSettings
+    from memstack.wiring import Services, open_services
 
 __all__ = ["ServerSettings", "Services", "create_app", "open_services"]
 
 _HOMES = {
     "create_app": "memstack.server.app",
-    "Services": "memstack.server.services",
-    "open_services": "memstack.server.services",
+    "Services": "memstack.wiring",
+    "open_services": "memstack.wiring",
     "ServerSettings": "memstack.server.settings",
 }
 

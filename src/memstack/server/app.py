@@ -20,9 +20,9 @@ from memstack.server.docs import mount_docs
 from memstack.server.errors import install_error_handlers
 from memstack.server.hot_routes import HotRoutes
 from memstack.server.routes import api_routes, health_route
-from memstack.server.services import Services, services_from_settings
 from memstack.server.settings import ServerSettings
 from memstack.server.store_wait import StoreWaitBudget
+from memstack.wiring import Services, services_from_settings
 
 __all__ = ["REQUEST_THREADS", "create_app", "create_app_from_env"]
 

@@ -26,8 +26,8 @@ from typing import Final
 
 from memstack.errors import StoreUnavailable
 from memstack.server.schemas import Health, TierState
-from memstack.server.services import Services
 from memstack.service.stm import InProcessTier
+from memstack.wiring import Services
 
 __all__ = ["PROBE_TTL_S", "PROBE_WAIT_S", "HealthCheck", "TierProbe"]
 

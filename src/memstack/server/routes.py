@@ -49,13 +49,13 @@ from memstack.server.schemas import (
     memory_out,
     page_out,
 )
-from memstack.server.services import Services
 from memstack.service import knowledge as kb
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemoryService
 from memstack.service.paging import MAX_CURSOR_CHARS
 from memstack.service.principal import Principal
 from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
 from memstack.service.types import MAX_ID_PART_CHARS
+from memstack.wiring import Services
 
 __all__ = ["api_routes", "health_route", "searched", "stored"]
 

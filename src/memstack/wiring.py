@@ -1,4 +1,5 @@
-"""Opening every service the server and the CLI use, from settings, and closing them."""
+"""The one wiring point: every service the server, MCP, the CLI and the benchmarks use,
+opened from settings, and closed."""
 
 from __future__ import annotations
 
