@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstack.cli import main
-from memstack.server.settings import ServerSettings
+from memstack.settings import ServerSettings
 
 HEAVY = ("fastapi", "starlette", "uvicorn", "mcp", "onnxruntime", "tokenizers", "matplotlib")
 

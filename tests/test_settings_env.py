@@ -8,7 +8,7 @@ import pytest
 from memstack.embeddings import EmbeddingSettings
 from memstack.errors import ConfigError
 from memstack.longterm.settings import LongTermSettings
-from memstack.server.settings import ServerSettings
+from memstack.settings import ServerSettings
 
 
 @pytest.mark.parametrize(

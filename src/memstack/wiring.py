@@ -14,8 +14,8 @@ from memstack.embeddings import (
     LocalEmbedder,
     resolve_embedder,
 )
-from memstack.server.cores import CoreSplit, split_cores, usable_cores
-from memstack.server.lanes import LaneEmbedder
+from memstack.embeddings.cores import CoreSplit, split_cores, usable_cores
+from memstack.embeddings.lanes import LaneEmbedder
 from memstack.service.api_keys import ApiKeys
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
@@ -23,7 +23,7 @@ from memstack.service.stm import InProcessTier, ShortTermTier
 from memstack.storage import RecordStore, open_record_store
 
 if TYPE_CHECKING:
-    from memstack.server.settings import ServerSettings
+    from memstack.settings import ServerSettings
 
 __all__ = ["Services", "model_lanes", "open_records", "open_services", "services_from_settings"]
 
@@ -68,7 +68,7 @@ def open_services(
     pin_model: bool = False,
 ) -> Services:
     """Every service over one store. ``pin_model`` gives the local model's calls cores of
-    their own (``memstack.server.cores``), for a server that is the only process on its
+    their own (``memstack.embeddings.cores``), for a server that is the only process on its
     cores: ``memstack serve`` with one worker."""
     from memstack.embeddings import EmbeddingSettings
 

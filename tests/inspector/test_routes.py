@@ -12,10 +12,10 @@ import httpx
 import pytest
 
 from memstack.embeddings import HashEmbedder
-from memstack.server.app import create_app
+from memstack.transports.app import create_app
 from memstack.wiring import open_services
 
-STATIC = files("memstack.inspector").joinpath("static")
+STATIC = files("memstack.transports.inspector").joinpath("static")
 NAMES = ["index.html", "inspector.js", "inspector.css", "run.html", "run.js"]
 
 

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from memstack.cli import main
-from memstack.inspector.run_panel import RunPanel
+from memstack.transports.inspector.run_panel import RunPanel
 from memstack.working.memory import AgentMemory
 from tests.inspector.page import InspectorPage, headless_chromium
 

@@ -9,12 +9,15 @@ from pathlib import Path
 from hatchling.builders.wheel import WheelBuilder
 
 ROOT = Path(__file__).resolve().parents[2]
-STATIC = ROOT / "src" / "memstack" / "inspector" / "static"
+STATIC = ROOT / "src" / "memstack" / "transports" / "inspector" / "static"
 
 
 def test_every_static_file_is_in_the_wheel(tmp_path: Path):
     [built] = WheelBuilder(str(ROOT)).build(directory=str(tmp_path), versions=["standard"])
     shipped = set(zipfile.ZipFile(built).namelist())
-    wanted = {f"memstack/inspector/static/{p.name}" for p in STATIC.iterdir()}
-    assert {"memstack/inspector/static/index.html", "memstack/inspector/static/run.js"} <= wanted
+    wanted = {f"memstack/transports/inspector/static/{p.name}" for p in STATIC.iterdir()}
+    assert {
+        "memstack/transports/inspector/static/index.html",
+        "memstack/transports/inspector/static/run.js",
+    } <= wanted
     assert wanted <= shipped

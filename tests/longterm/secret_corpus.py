@@ -334,7 +334,7 @@ NEW_BENIGN: list[tuple[str, str]] = [
         "module path/long",
         "memstack.service.long_term_memory_service.remember_conversation_with_reconciliation",
     ),
-    ("module path/entry point", "uvicorn memstack.server.app:create_app --factory"),
+    ("module path/entry point", "uvicorn memstack.transports.app:create_app --factory"),
     (
         "module path/camel",
         "MemoryServiceHandlerAbc.update.ConfigurationLoaderFactoryX handles reloads",

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from memstack.cli import main
 from memstack.embeddings import HashEmbedder
-from memstack.server.app import create_app
+from memstack.transports.app import create_app
 from memstack.wiring import open_services
 
 EXTRA = 'pip install "memstack[mcp]"'

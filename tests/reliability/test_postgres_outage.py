@@ -38,9 +38,9 @@ from click.testing import CliRunner
 
 from memstack.cli import main
 from memstack.embeddings import HashEmbedder
-from memstack.server.health import PROBE_TTL_S
 from memstack.service.api_keys import ApiKeys
 from memstack.storage.postgres import PING_TIMEOUT_S, REQUEST_TIMEOUT_S
+from memstack.transports.rest.health import PROBE_TTL_S
 from memstack.wiring import Services, open_services
 from tests.server.conftest import LiveServer, serve_in_thread
 from tests.servers import PostgresServer, running_postgres, serve_env, serving_memstack

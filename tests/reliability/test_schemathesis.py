@@ -23,7 +23,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from memstack.embeddings import HashEmbedder
-from memstack.server.app import create_app
+from memstack.transports.app import create_app
 from memstack.wiring import Services, open_services
 
 CHECKS = [

@@ -50,12 +50,12 @@ from memstack.longterm import LongTermMemory
 from memstack.longterm.collection import Collection
 from memstack.longterm.turns import Turn
 from memstack.secrets import SECRET_PATTERNS
-from memstack.server.app import create_app
 from memstack.service.checks import check_key, check_metadata, check_provenance_detail
 from memstack.service.knowledge import MAX_TITLE_CHARS
 from memstack.service.types import check_id_part
 from memstack.storage import PostgresRecordStore, RecordStore
 from memstack.storage._validate import check_key as check_record_id
+from memstack.transports.app import create_app
 from memstack.wiring import Services, open_records, open_services
 from tests.mcp.conftest import http_client
 from tests.mcp.test_stdio import error_text

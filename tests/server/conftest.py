@@ -15,7 +15,7 @@ import pytest
 import uvicorn
 
 from memstack.embeddings import HashEmbedder
-from memstack.server.app import create_app
+from memstack.transports.app import create_app
 from memstack.wiring import Services, open_services
 
 

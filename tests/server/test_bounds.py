@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memstack.server.app import create_app
 from memstack.service.knowledge import CHUNK_CHARS, EMBED_BATCH, SYNC_PASSAGES
 from memstack.service.memories import MAX_LIST_OFFSET
+from memstack.transports.app import create_app
 from memstack.wiring import open_services
 from tests.embeddings.recording import RecordingEmbedder
 from tests.server.conftest import Keys, auth

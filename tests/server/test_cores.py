@@ -1,4 +1,4 @@
-"""Cores of their own for the local model's calls (``memstack.server.cores``).
+"""Cores of their own for the local model's calls (``memstack.embeddings.cores``).
 
 The pinning tests need two cores to split; ``two_cores`` (conftest) takes them when the run
 was started on one (``taskset -c 0``)."""
@@ -18,13 +18,13 @@ from memstack.embeddings import (
     EmbeddingSettings,
     LocalEmbedder,
 )
-from memstack.server.cores import (
+from memstack.embeddings.cores import (
     CoreSplit,
     pin_threads,
     split_cores,
     usable_cores,
 )
-from memstack.server.lanes import LaneEmbedder
+from memstack.embeddings.lanes import LaneEmbedder
 from memstack.wiring import model_lanes, open_services
 from tests.server.test_workers import _wait_healthy
 from tests.servers import first_key, free_port

@@ -11,9 +11,9 @@ from fastapi import FastAPI
 
 from memstack.cli import main
 from memstack.errors import ConfigError
-from memstack.server.app import create_app_from_env
-from memstack.server.settings import ServerSettings
+from memstack.settings import ServerSettings
 from memstack.storage.sqlite import SQLiteRecordStore
+from memstack.transports.app import create_app_from_env
 from tests.servers import free_port
 
 

@@ -32,7 +32,6 @@ from memstack.cli import main
 from memstack.client import MemoryClient
 from memstack.clock import SystemClock
 from memstack.embeddings import HashEmbedder
-from memstack.server.schemas import iso
 from memstack.service.api_keys import ApiKeys
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
@@ -41,6 +40,7 @@ from memstack.service.restore import MAX_RESTORE_MEMORIES, MemoryIn, VersionIn
 from memstack.service.stm import InProcessTier
 from memstack.service.types import PROVENANCES, memory_id
 from memstack.storage import PostgresRecordStore, RecordStore, SQLiteRecordStore
+from memstack.transports.schemas import iso
 from memstack.wiring import Services
 from tests.server.conftest import LiveServer, serve_in_thread
 

@@ -15,8 +15,8 @@ import pytest
 
 from memstack.embeddings import HashEmbedder
 from memstack.errors import StoreUnavailable
-from memstack.server.app import create_app
-from memstack.server.health import TierProbe
+from memstack.transports.app import create_app
+from memstack.transports.rest.health import TierProbe
 from memstack.wiring import Services, open_services
 from tests.servers import free_port
 

@@ -14,11 +14,11 @@ from starlette.types import Message, Receive, Scope, Send
 
 from memstack.clock import ManualClock
 from memstack.embeddings import HashEmbedder
-from memstack.server import routes
-from memstack.server.app import create_app
-from memstack.server.hot_routes import HotRoutes
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET
 from memstack.service.principal import Principal
+from memstack.transports.app import create_app
+from memstack.transports.rest import routes
+from memstack.transports.rest.hot_routes import HotRoutes
 from memstack.wiring import Services, open_services
 from tests.server.conftest import Keys, auth, make_keys
 

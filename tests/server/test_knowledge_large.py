@@ -16,8 +16,6 @@ import pytest
 
 from memstack.client import AsyncMemoryClient, MemoryClient
 from memstack.clock import ManualClock
-from memstack.server.app import create_app
-from memstack.server.body_limits import KNOWLEDGE_BODY_BYTES
 from memstack.service.knowledge import (
     EMBED_BATCH,
     MAX_DOCUMENT_CHARS,
@@ -27,6 +25,8 @@ from memstack.service.knowledge import (
 from memstack.service.knowledge_index import LEASE_S, Indexer
 from memstack.service.principal import Principal
 from memstack.storage import Record
+from memstack.transports.app import create_app
+from memstack.transports.rest.body_limits import KNOWLEDGE_BODY_BYTES
 from memstack.wiring import Services, open_services
 from tests.server.conftest import Keys, LiveServer, auth
 from tests.server.indexing import WAIT_S, GatedEmbedder, prose, status, until_indexed

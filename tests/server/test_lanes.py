@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from memstack.embeddings import HashEmbedder, Vectors
+from memstack.embeddings.cores import split_cores
+from memstack.embeddings.lanes import LaneEmbedder
 from memstack.errors import ConfigError, InvalidInput, StoreUnavailable
-from memstack.server.cores import split_cores
-from memstack.server.lanes import LaneEmbedder
 from tests.embeddings.recording import RecordingEmbedder, embed_within
 from tests.embeddings.test_batching import GatedEmbedder
 

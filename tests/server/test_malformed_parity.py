@@ -26,8 +26,8 @@ import uvicorn
 
 from memstack.clock import ManualClock
 from memstack.embeddings import HashEmbedder
-from memstack.server.app import create_app
-from memstack.server.body_limits import KNOWLEDGE_BODY_BYTES
+from memstack.transports.app import create_app
+from memstack.transports.rest.body_limits import KNOWLEDGE_BODY_BYTES
 from memstack.wiring import Services, open_services
 from tests.server.conftest import auth, make_keys
 

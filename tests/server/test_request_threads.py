@@ -6,7 +6,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from memstack.embeddings import BatchingEmbedder, EmbeddingSettings, HashEmbedder, LocalEmbedder
-from memstack.server.app import create_app
+from memstack.transports.app import create_app
 from memstack.wiring import Services, model_lanes, open_services
 
 

@@ -14,9 +14,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from memstack.errors import StoreUnavailable
-from memstack.server.store_wait import StoreWaitBudget
 from memstack.storage import Namespace
 from memstack.storage.postgres import PostgresRecordStore
+from memstack.transports.rest.store_wait import StoreWaitBudget
 from tests.servers import free_port
 
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from memstack.cli import main
 from memstack.embeddings import BatchingEmbedder, CachedEmbedder, EmbeddingSettings, HashEmbedder
-from memstack.server.settings import ServerSettings
+from memstack.settings import ServerSettings
 from memstack.wiring import open_services
 from tests.servers import free_port
 

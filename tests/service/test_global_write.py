@@ -18,13 +18,13 @@ from mcp.types import CallToolResult, TextContent
 from memstack.cli import main
 from memstack.client import AuthError, MemoryClient
 from memstack.embeddings import HashEmbedder
-from memstack.server.app import create_app
 from memstack.service.api_keys import NAMESPACE, ApiKeys
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
 from memstack.service.stm import InProcessTier
 from memstack.storage import PostgresRecordStore, RecordStore, SQLiteRecordStore
+from memstack.transports.app import create_app
 from memstack.wiring import Services, open_records
 from tests.mcp.conftest import http_client, stdio_client
 from tests.server.conftest import auth, serve_in_thread

@@ -18,7 +18,6 @@ import pytest
 
 from memstack import ManualClock
 from memstack.embeddings import HashEmbedder
-from memstack.server.app import create_app
 from memstack.service.api_keys import ApiKeys
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemoryService
@@ -27,6 +26,7 @@ from memstack.service.restore import MAX_RESTORE_MEMORIES, MemoryIn, VersionIn
 from memstack.service.stm import InProcessTier
 from memstack.service.types import Memory, Scope
 from memstack.storage import RecordStore
+from memstack.transports.app import create_app
 from memstack.wiring import Services
 
 ACME = Principal(tenant="acme")

@@ -24,12 +24,12 @@ import pytest
 
 from memstack import ManualClock
 from memstack.embeddings import HashEmbedder
-from memstack.server.app import create_app
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
 from memstack.service.stm_redis import RedisTier
 from memstack.service.types import GLOBAL_BUCKET, Memory, Scope
 from memstack.storage import SQLiteRecordStore
+from memstack.transports.app import create_app
 from memstack.wiring import open_services
 from tests.servers import RedisServer, running_redis
 from tests.service.test_stm import T0, mem

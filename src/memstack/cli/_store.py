@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from memstack.errors import MemstackError
-from memstack.server.settings import ServerSettings
+from memstack.settings import ServerSettings
 
 __all__ = ["db_option", "echo_data_location", "postgres_option", "settings_from_env"]
 

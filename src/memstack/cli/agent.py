@@ -24,7 +24,7 @@ from memstack.providers.resolve import resolve_model
 from memstack.tools import Tool
 
 if TYPE_CHECKING:
-    from memstack.inspector.run_panel import RunPanel
+    from memstack.transports.inspector.run_panel import RunPanel
 
 TOOL_GROUPS = {
     "workspace": ("workspace_read", "workspace_write", "workspace_list"),
@@ -152,7 +152,7 @@ def _run_agent(
 
 def _start_panel(context: ProcessingContext, port: int) -> RunPanel:
     try:
-        from memstack.inspector.run_panel import RunPanel
+        from memstack.transports.inspector.run_panel import RunPanel
     except ImportError as exc:
         raise click.ClickException(
             f"--inspect needs the server extra ({exc.name} is missing): "

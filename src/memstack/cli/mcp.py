@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from memstack.errors import MemstackError
-from memstack.server.settings import ServerSettings
+from memstack.settings import ServerSettings
 
 __all__ = ["mcp"]
 
@@ -54,10 +54,10 @@ def mcp(
     the same settings as `memstack serve`.
     """
     try:
-        from memstack.mcp import require_sdk
+        from memstack.transports.mcp import require_sdk
 
         require_sdk()
-        from memstack.mcp.stdio import API_KEY_ENV, serve_stdio
+        from memstack.transports.mcp.stdio import API_KEY_ENV, serve_stdio
         from memstack.wiring import services_from_settings
 
         settings = ServerSettings.from_env(

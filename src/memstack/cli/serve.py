@@ -14,8 +14,8 @@ import click
 from memstack.cli._store import db_option, echo_data_location, postgres_option, settings_from_env
 from memstack.errors import MemstackError
 from memstack.home import first_key_file, write_private
-from memstack.server.settings import ServerSettings
 from memstack.service.api_keys import ApiKeys
+from memstack.settings import ServerSettings
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -77,8 +77,8 @@ def serve(
         try:
             _prepare(services, settings)
             if settings.workers == 1:
-                from memstack.server.app import REQUEST_THREADS, create_app
-                from memstack.server.cores import pin_threads
+                from memstack.embeddings.cores import pin_threads
+                from memstack.transports.app import REQUEST_THREADS, create_app
 
                 if services.cores is not None:
                     pin_threads(services.cores.requests)
@@ -99,7 +99,7 @@ def serve(
         if settings.workers > 1:
             # Each worker opens its own services from these settings (create_app_from_env).
             os.environ.update(settings.to_env())
-            _run("memstack.server.app:create_app_from_env", settings, listening)
+            _run("memstack.transports.app:create_app_from_env", settings, listening)
 
 
 def _require_server_extra() -> None:

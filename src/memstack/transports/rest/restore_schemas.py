@@ -17,7 +17,10 @@ from pydantic import (
     StrictStr,
 )
 
-from memstack.server.schemas import (
+from memstack.service.restore import MAX_RESTORE_MEMORIES, MemoryIn, VersionIn
+from memstack.service.types import MAX_KEY_CHARS, MAX_PROVENANCE_DETAIL_CHARS, MAX_VALUE_CHARS
+from memstack.service.versions import MAX_VERSIONS
+from memstack.transports.schemas import (
     ID_RULE,
     PROVENANCE_DETAIL_HELP,
     PROVENANCE_HELP,
@@ -26,9 +29,6 @@ from memstack.server.schemas import (
     ProvenanceName,
     ScopeName,
 )
-from memstack.service.restore import MAX_RESTORE_MEMORIES, MemoryIn, VersionIn
-from memstack.service.types import MAX_KEY_CHARS, MAX_PROVENANCE_DETAIL_CHARS, MAX_VALUE_CHARS
-from memstack.service.versions import MAX_VERSIONS
 
 __all__ = ["MemoryRestore", "RestoreOut", "RestoreRequest", "VersionRestore", "restore_in"]
 

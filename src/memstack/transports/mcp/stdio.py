@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 
 from memstack.errors import ConfigError
-from memstack.mcp.server import Caller, build_server
 from memstack.service.api_keys import ApiKeys
 from memstack.service.principal import Principal
 from memstack.service.types import check_id_part
+from memstack.transports.mcp.server import Caller, build_server
 from memstack.wiring import Services
 
 __all__ = ["API_KEY_ENV", "key_principal", "serve_stdio"]

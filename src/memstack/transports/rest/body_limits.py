@@ -13,7 +13,7 @@ from typing import Final
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memstack.server.errors import BodyLimit
+from memstack.transports.errors import BodyLimit
 
 __all__ = ["KNOWLEDGE_BODY_BYTES", "LARGER_BODIES", "RouteBodyLimits"]
 

@@ -37,7 +37,7 @@ SECURITY_HEADERS: Final = {
 
 @cache
 def _read(name: str) -> bytes:
-    return files("memstack.inspector").joinpath("static", name).read_bytes()
+    return files("memstack.transports.inspector").joinpath("static", name).read_bytes()
 
 
 def static_file(name: str, served: Collection[str], *, home: str) -> Response:

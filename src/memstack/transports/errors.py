@@ -20,8 +20,8 @@ from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstack.errors import ConfigError, InvalidInput, NotFound, StoreUnavailable
-from memstack.server.schemas import ErrorResponse
 from memstack.service.principal import Forbidden
+from memstack.transports.schemas import ErrorResponse
 
 __all__ = [
     "RETRY_AFTER_DOC",
@@ -137,7 +137,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return out
 
 
-_log = logging.getLogger("memstack.server")
+_log = logging.getLogger("memstack.transports.rest")
 
 
 def error_response(

@@ -24,7 +24,7 @@ from fastapi import FastAPI
 from fastapi.responses import Response, StreamingResponse
 
 from memstack.errors import ConfigError
-from memstack.inspector.assets import static_file
+from memstack.transports.inspector.assets import static_file
 from memstack.working.changes import changes
 from memstack.working.memory import AgentMemory, MemoryEntry
 

@@ -34,10 +34,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstack.errors import ConfigError, StoreUnavailable
-from memstack.mcp import require_sdk
-from memstack.server.errors import error_response
 from memstack.service.api_keys import ApiKeys
 from memstack.service.principal import Principal
+from memstack.transports.errors import error_response
+from memstack.transports.mcp import require_sdk
 from memstack.wiring import Services
 
 __all__ = ["KEY_RECHECK_S", "MAX_STREAM_S", "MCP_PATH", "mount_mcp"]
@@ -53,7 +53,7 @@ most one store read per open stream every 5 s (``ApiKeys`` reads the store again
 _ALLOW: Final = "GET, POST"
 """The methods ``/mcp`` answers: stateless, it has no session for ``DELETE`` to end."""
 
-_log = logging.getLogger("memstack.mcp")
+_log = logging.getLogger("memstack.transports.mcp")
 
 
 def mount_mcp(
@@ -76,7 +76,7 @@ def mount_mcp(
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from memstack.mcp.server import build_server
+    from memstack.transports.mcp.server import build_server
 
     current: ContextVar[Principal] = ContextVar("memstack_mcp_principal")
 

@@ -13,15 +13,15 @@ from typing import Final
 from fastapi import FastAPI
 
 from memstack import __version__
-from memstack.inspector import inspector_router
-from memstack.mcp.http import MAX_STREAM_S, mount_mcp
-from memstack.server.body_limits import RouteBodyLimits
-from memstack.server.docs import mount_docs
-from memstack.server.errors import install_error_handlers
-from memstack.server.hot_routes import HotRoutes
-from memstack.server.routes import api_routes, health_route
-from memstack.server.settings import ServerSettings
-from memstack.server.store_wait import StoreWaitBudget
+from memstack.settings import ServerSettings
+from memstack.transports.errors import install_error_handlers
+from memstack.transports.inspector import inspector_router
+from memstack.transports.mcp.http import MAX_STREAM_S, mount_mcp
+from memstack.transports.rest.body_limits import RouteBodyLimits
+from memstack.transports.rest.docs import mount_docs
+from memstack.transports.rest.hot_routes import HotRoutes
+from memstack.transports.rest.routes import api_routes, health_route
+from memstack.transports.rest.store_wait import StoreWaitBudget
 from memstack.wiring import Services, services_from_settings
 
 __all__ = ["REQUEST_THREADS", "create_app", "create_app_from_env"]
@@ -55,8 +55,8 @@ def create_app(
     runs on a default executor of that many threads when it starts (``memstack serve``
     passes ``REQUEST_THREADS``); None leaves the loop's own. ``hot_routes`` answers
     storing and searching memories without FastAPI's per-request machinery, with the
-    same answers (``memstack.server.hot_routes``); False sends them through FastAPI.
-    ``mcp_stream_s`` bounds a ``GET /mcp`` stream (``memstack.mcp.http``).
+    same answers (``memstack.transports.rest.hot_routes``); False sends them through FastAPI.
+    ``mcp_stream_s`` bounds a ``GET /mcp`` stream (``memstack.transports.mcp.http``).
     """
 
     @asynccontextmanager

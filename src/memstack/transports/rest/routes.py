@@ -10,11 +10,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
-from memstack.server.auth import bearer_principal
-from memstack.server.errors import RETRY_AFTER_DOC, RETRY_AFTER_S, error_responses
-from memstack.server.health import HealthCheck
-from memstack.server.restore_schemas import RestoreOut, RestoreRequest, restore_in
-from memstack.server.schemas import (
+from memstack.service import knowledge as kb
+from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemoryService
+from memstack.service.paging import MAX_CURSOR_CHARS
+from memstack.service.principal import Principal
+from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
+from memstack.service.types import MAX_ID_PART_CHARS
+from memstack.transports.errors import RETRY_AFTER_DOC, RETRY_AFTER_S, error_responses
+from memstack.transports.rest.auth import bearer_principal
+from memstack.transports.rest.health import HealthCheck
+from memstack.transports.rest.restore_schemas import RestoreOut, RestoreRequest, restore_in
+from memstack.transports.schemas import (
     AS_OF_HELP,
     DOCUMENT_ID_PATTERN,
     ID_PATTERN,
@@ -49,12 +55,6 @@ from memstack.server.schemas import (
     memory_out,
     page_out,
 )
-from memstack.service import knowledge as kb
-from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemoryService
-from memstack.service.paging import MAX_CURSOR_CHARS
-from memstack.service.principal import Principal
-from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
-from memstack.service.types import MAX_ID_PART_CHARS
 from memstack.wiring import Services
 
 __all__ = ["api_routes", "health_route", "searched", "stored"]

@@ -5,6 +5,6 @@ The files are public; every piece of data comes from the REST API with the API k
 the page asks for, sent as ``Authorization: Bearer``.
 """
 
-from memstack.inspector.routes import inspector_router
+from memstack.transports.inspector.routes import inspector_router
 
 __all__ = ["inspector_router"]

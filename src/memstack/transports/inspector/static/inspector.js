@@ -3,7 +3,7 @@
 // textContent and setAttribute only, never through innerHTML.
 "use strict";
 
-const KEY_STORAGE = "memstack.inspector.key";
+const KEY_STORAGE = "memstack.transports.inspector.key";
 const PAGE = 50;
 const POLL_MS = 3000;
 

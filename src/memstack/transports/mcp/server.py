@@ -2,7 +2,7 @@
 
 A thin adapter, as REST is: each tool is one call into the services the server runs on
 (``MemoryService``, ``KnowledgeBase``, ``prompt_context``), returns the REST API's JSON
-shape (``memstack.server.schemas``), and turns the service's errors into MCP tool
+shape (``memstack.transports.schemas``), and turns the service's errors into MCP tool
 errors carrying the service's message. Who is calling comes from ``caller``: the key
 given at start over stdio, the request's Bearer key over HTTP.
 
@@ -21,7 +21,17 @@ from pydantic import Field
 
 from memstack import __version__
 from memstack.errors import MemstackError, StoreUnavailable
-from memstack.server.schemas import (
+from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_SEARCH_LIMIT
+from memstack.service.paging import MAX_CURSOR_CHARS
+from memstack.service.principal import Principal
+from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
+from memstack.service.types import (
+    MAX_ID_PART_CHARS,
+    MAX_KEY_CHARS,
+    MAX_PROVENANCE_DETAIL_CHARS,
+    MAX_VALUE_CHARS,
+)
+from memstack.transports.schemas import (
     AS_OF_HELP,
     ID_RULE,
     PROVENANCE_DETAIL_HELP,
@@ -42,16 +52,6 @@ from memstack.server.schemas import (
     knowledge_hit_out,
     memory_out,
     page_out,
-)
-from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_SEARCH_LIMIT
-from memstack.service.paging import MAX_CURSOR_CHARS
-from memstack.service.principal import Principal
-from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
-from memstack.service.types import (
-    MAX_ID_PART_CHARS,
-    MAX_KEY_CHARS,
-    MAX_PROVENANCE_DETAIL_CHARS,
-    MAX_VALUE_CHARS,
 )
 from memstack.wiring import Services
 

@@ -41,13 +41,13 @@ from pydantic import BaseModel, ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memstack.server.errors import service_error_response
-from memstack.server.routes import listed, searched, stored
-from memstack.server.schemas import MemoryCreate, SearchRequest
 from memstack.service.api_keys import ApiKeys
 from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemoryService
 from memstack.service.principal import Principal
 from memstack.service.types import MAX_ID_PART_CHARS
+from memstack.transports.errors import service_error_response
+from memstack.transports.rest.routes import listed, searched, stored
+from memstack.transports.schemas import MemoryCreate, SearchRequest
 from memstack.wiring import Services
 
 __all__ = ["HotRoutes"]

@@ -7,7 +7,7 @@ from typing import Final
 from fastapi import APIRouter
 from fastapi.responses import RedirectResponse, Response
 
-from memstack.inspector.assets import static_file
+from memstack.transports.inspector.assets import static_file
 
 __all__ = ["inspector_router"]
 

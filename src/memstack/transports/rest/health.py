@@ -25,8 +25,8 @@ from collections.abc import Callable
 from typing import Final
 
 from memstack.errors import StoreUnavailable
-from memstack.server.schemas import Health, TierState
 from memstack.service.stm import InProcessTier
+from memstack.transports.schemas import Health, TierState
 from memstack.wiring import Services
 
 __all__ = ["PROBE_TTL_S", "PROBE_WAIT_S", "HealthCheck", "TierProbe"]
