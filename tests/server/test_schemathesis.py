@@ -6,7 +6,8 @@ parameters it does not know, as HTTP APIs do, and the document cannot say so.)
 
 Bounded (``MAX_EXAMPLES`` per operation and mode) to stay under a minute; a longer run of
 every schemathesis check is ``st run <url>/openapi.json -H "Authorization: Bearer <key>"
---checks all``. ``tests/reliability/test_schemathesis.py`` runs the same over ASGI.
+--checks all``. (It replaces an earlier run over ASGI in process: over HTTP, the fast
+path, the body limits and the server's own error handling are in what is fuzzed.)
 
 Each operation is driven by its own Hypothesis strategy (``as_strategy``) rather than the
 schemathesis pytest plugin, whose lazy loader does not run on pytest 9. Also: every 405
