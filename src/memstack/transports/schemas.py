@@ -71,6 +71,11 @@ IdPart = Annotated[
     StrictStr, Field(min_length=1, max_length=MAX_ID_PART_CHARS, json_schema_extra=ID_PATTERN)
 ]
 """A tenant, agent or session id in a body."""
+ProvenanceDetail = Annotated[
+    StrictStr | None,
+    Field(min_length=1, max_length=MAX_PROVENANCE_DETAIL_CHARS, description=PROVENANCE_DETAIL_HELP),
+]
+"""A version's ``provenance_detail``, as every body that takes one declares it."""
 _TTL_SECONDS: dict[str, Any] = {"minimum": MIN_TTL_SECONDS, "maximum": MAX_TTL_SECONDS}
 Ttl = Annotated[
     Any,
@@ -136,12 +141,7 @@ class MemoryCreate(_Body):
         default=None,
         description=f"{PROVENANCE_HELP} Omitted: an update keeps the memory's provenance.",
     )
-    provenance_detail: StrictStr | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_PROVENANCE_DETAIL_CHARS,
-        description=PROVENANCE_DETAIL_HELP,
-    )
+    provenance_detail: ProvenanceDetail = None
 
 
 class MemoryUpdate(_Body):
@@ -152,12 +152,7 @@ class MemoryUpdate(_Body):
         default=None,
         description="Omit to keep it; a new one without provenance_detail drops the old detail.",
     )
-    provenance_detail: StrictStr | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_PROVENANCE_DETAIL_CHARS,
-        description=PROVENANCE_DETAIL_HELP,
-    )
+    provenance_detail: ProvenanceDetail = None
 
 
 class SearchRequest(_Body):

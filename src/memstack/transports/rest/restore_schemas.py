@@ -18,14 +18,14 @@ from pydantic import (
 )
 
 from memstack.service.restore import MAX_RESTORE_MEMORIES, MemoryIn, VersionIn
-from memstack.service.types import MAX_KEY_CHARS, MAX_PROVENANCE_DETAIL_CHARS, MAX_VALUE_CHARS
+from memstack.service.types import MAX_KEY_CHARS, MAX_VALUE_CHARS
 from memstack.service.versions import MAX_VERSIONS
 from memstack.transports.schemas import (
     ID_RULE,
-    PROVENANCE_DETAIL_HELP,
     PROVENANCE_HELP,
     ClosedReasonName,
     IdPart,
+    ProvenanceDetail,
     ProvenanceName,
     ScopeName,
 )
@@ -76,12 +76,7 @@ class VersionRestore(_Body):
     )
     closed_reason: ClosedReasonName | None = None
     provenance: ProvenanceName | None = Field(default=None, description=PROVENANCE_HELP)
-    provenance_detail: StrictStr | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_PROVENANCE_DETAIL_CHARS,
-        description=PROVENANCE_DETAIL_HELP,
-    )
+    provenance_detail: ProvenanceDetail = None
 
 
 class MemoryRestore(_Body):
