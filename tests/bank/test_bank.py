@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,25 @@ def test_write_overwrites_and_entries_is_a_snapshot(bank: MemoryBank):
     bank.write("agent-c", "later")
     assert bank.read("agent-a") == "from-a"
     assert "agent-c" not in snapshot
+
+
+def test_entries_keep_first_written_order_when_the_clock_stands_still(make_bank: BankFactory):
+    clock = ManualClock()
+    bank = make_bank(clock=clock)
+    for key in ("zeta", "alpha", "mid"):
+        bank.write(key, key)
+    bank.write("zeta", "again")
+    clock.set(1_000.0)  # a clock that went back
+    bank.write("beta", "late")
+    assert list(bank.entries()) == ["zeta", "alpha", "mid", "beta"]
+    assert bank.entries()["zeta"] == "again"
+
+
+def test_each_in_memory_bank_keeps_its_own_content():
+    first, second = MemoryBank(), MemoryBank()
+    first.write("reviewer", "from first")
+    assert second.read("reviewer") == ""
+    assert second.entries() == {}
 
 
 def test_content_is_kept_exactly(bank: MemoryBank):
@@ -184,6 +204,17 @@ def test_a_closed_bank_refuses_calls(make_bank: BankFactory):
             call()
 
 
+def test_closing_an_in_memory_bank_lets_its_content_go():
+    bank = MemoryBank()
+    bank.write("a", "x" * 10_000)
+    opened = bank._store
+    assert isinstance(opened, InMemoryRecordStore)
+    store = weakref.ref(opened)
+    del opened
+    bank.close()
+    assert store() is None  # nothing holds the closed bank's records any more
+
+
 def test_the_bank_is_a_context_manager(tmp_path: Path):
     with MemoryBank(path=tmp_path / "bank.db") as bank:
         bank.write("a", "x")
@@ -203,6 +234,16 @@ def test_path_and_store_are_exclusive_and_checked(tmp_path: Path):
     with pytest.raises(InvalidInput) as info:
         MemoryBank(store=store, namespace="")
     assert info.value.field == "namespace"
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_bank_name_too_long_to_store_is_refused_when_the_bank_is_made(durable: bool):
+    store = InMemoryRecordStore() if durable else None
+    MemoryBank(store=store, namespace="x" * 1019).write("a", "fits")  # bank/ + 1019 bytes
+    for name in ("x" * 1020, "/" * 400):  # each "/" is stored as "%2F"
+        with pytest.raises(InvalidInput, match="namespace is too long") as info:
+            MemoryBank(store=store, namespace=name)
+        assert info.value.field == "namespace"
 
 
 # -- durability --------------------------------------------------------------------
@@ -305,11 +346,12 @@ def test_namespaces_isolate_banks_on_one_store(sqlite_store: SQLiteRecordStore):
 
 
 def test_entries_pages_through_many_keys(sqlite_store: SQLiteRecordStore):
-    bank = MemoryBank(store=sqlite_store)
-    for i in range(2_345):
-        bank.write(f"agent-{i:05d}", str(i))
+    bank = MemoryBank(store=sqlite_store, clock=ManualClock())  # one time for every write
+    written = [f"agent-{i:05d}" for i in reversed(range(2_345))]
+    for key in written:
+        bank.write(key, key[-4:])
     entries = bank.entries()
-    assert len(entries) == 2_345
+    assert list(entries) == written
     assert entries["agent-02344"] == "2344"
 
 

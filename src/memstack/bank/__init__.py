@@ -1,14 +1,14 @@
 """MemoryBank: a string per agent, kept between runs, and its three LLM tools.
 
-``MemoryBank()`` lives in process memory; ``MemoryBank(path=...)`` or
-``MemoryBank(store=...)`` keeps it in the record store, so it survives a restart.
+Every bank keeps its strings in a record store: ``MemoryBank()`` in process memory (an
+in-memory store of its own), ``MemoryBank(path=...)`` or ``MemoryBank(store=...)`` in a
+durable one, so they survive a restart.
 Attach one to an agent with ``agent.memory(bank)``: beside the run's working memory, one
 ``memory_read`` and one ``memory_write`` serve both, told apart by their arguments.
 """
 
-from memstack.bank._backends import BANK_RECORD_KIND
 from memstack.bank._text import MAX_CONTENT_BYTES
-from memstack.bank.bank import DEFAULT_NAMESPACE, MemoryBank
+from memstack.bank.bank import BANK_RECORD_KIND, DEFAULT_NAMESPACE, MemoryBank
 from memstack.bank.tools import (
     BANK_PROMPT,
     BANK_TOOL_NAMES,
