@@ -22,7 +22,7 @@ gettable, and after the last cycle updatable and deletable, and every evicted on
 erasable. Writes and deletes in flight at the kill may land or not; nothing else may. The
 figures are printed; lost, resurrected, ghosts, not_erased and over_cap must all be 0.
 
-The cap keeps ``LTM_CAP * MAX_VERSIONS`` closed records per agent and deletes the earliest
+The cap keeps ``LTM_CAP * KEPT_VERSIONS`` closed records per agent and deletes the earliest
 beyond that; no agent is sent that many stores here, so no evicted memory may lack its
 history (``HISTORY_BOUND``, checked every cycle).
 """
@@ -46,7 +46,7 @@ from typing import Any
 import httpx
 
 from memstack.service.api_keys import ApiKeys
-from memstack.service.versions import MAX_VERSIONS
+from memstack.storage.versions import KEPT_VERSIONS
 from memstack.wiring import open_records
 from tests.servers import serve_env, serving_memstack
 
@@ -57,7 +57,7 @@ LTM_CAP = 10  # the server's MEMSTACK_LTM_MAX_ENTRIES: current memories kept per
 STORES_PER_CYCLE = 150  # acknowledged stores, then SIGKILL with requests in flight
 SEARCHED = 15  # current memories that search must find, evicted ones it must not, per cycle
 WAIT_S = 180  # a safety bound on one cycle's writes, not a speed requirement
-HISTORY_BOUND = LTM_CAP * MAX_VERSIONS
+HISTORY_BOUND = LTM_CAP * KEPT_VERSIONS
 """The closed records the cap keeps per agent (``LongTermTier.upsert``: ``keep_closed``);
 beyond it the earliest evicted would be deleted, history and all. The test stays below
 it (checked before each check), so every evicted memory must still have its history."""

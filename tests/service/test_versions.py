@@ -14,8 +14,8 @@ from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
 from memstack.service.stm import InProcessTier
 from memstack.service.types import Memory, memory_from_json, memory_to_json
-from memstack.service.versions import MAX_VERSIONS
 from memstack.storage import Filter, RecordStore
+from memstack.storage.versions import KEPT_VERSIONS
 from tests.service.conftest import OLD_STORED_JSON
 
 ACME = Principal(tenant="acme")
@@ -168,11 +168,11 @@ async def test_caps_count_current_memories_only(records: RecordStore, clock: Man
 async def test_versions_per_memory_are_bounded_earliest_closed_first(
     service: MemoryService, clock: ManualClock
 ):
-    values = [f"city {i}" for i in range(MAX_VERSIONS + 5)]
+    values = [f"city {i}" for i in range(KEPT_VERSIONS + 5)]
     bob = await lives_in(service, clock, *values)
     history = await service.history(ACME, bob.id)
-    assert [m.value for m in history] == values[-(MAX_VERSIONS + 1) :]
-    assert stored_records(service, "acme", "bot") == MAX_VERSIONS + 1
+    assert [m.value for m in history] == values[-(KEPT_VERSIONS + 1) :]
+    assert stored_records(service, "acme", "bot") == KEPT_VERSIONS + 1
 
 
 async def test_delete_erases_every_version(service: MemoryService, clock: ManualClock):

@@ -6,19 +6,14 @@ import asyncio
 import math
 import uuid
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Final, TypedDict
 
 import numpy as np
 
-from memstack._ahead import Ahead, IdleHelper
-from memstack._filled import filled
 from memstack._json import JSON, to_json
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
-from memstack.embeddings.signal import when_computing
 from memstack.errors import ConfigError, InvalidInput
 from memstack.longterm.collection import Collection
 from memstack.longterm.extraction import build_extraction_messages, parse_candidates
@@ -63,13 +58,13 @@ from memstack.longterm.types import (
     RecalledMemory,
     RememberOutcome,
 )
-from memstack.longterm.versions import Closing, close_current, closed, history
 from memstack.providers.base import ChatModel, Message
 from memstack.secrets import find_secret, looks_like_secret
 from memstack.storage import Cap, Filter, Record, RecordStore
 from memstack.storage._vectors import top_k
-from memstack.storage.hybrid import KeywordMatches, fused_candidates, keyword_matches
+from memstack.storage.hybrid import fused_candidates
 from memstack.storage.types import own_metadata
+from memstack.storage.versions import Closing, close_current, closed, history
 
 __all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "SIMILAR_FLOOR", "LongTermMemory"]
 
@@ -81,10 +76,10 @@ _MIN_POOL: Final = 50
 SIMILAR_FLOOR: Final = 0.4
 """Stored memories shown to reconciliation have at least this cosine to the candidate.
 The gate errs towards showing: a memory not shown cannot be updated, while one shown in
-vain costs a few tokens (the model decides). With all-MiniLM-L6-v2 on the scripted
-conversations of ``memstack bench updates`` (seed 0), 99.7% of (new value, old value)
-pairs of one fact score >= 0.4 (93.5% >= 0.5), and 40% of pairs of two different facts
-about one person do too (11% >= 0.5)."""
+vain costs a few tokens (the model decides). With all-MiniLM-L6-v2, nearly every (new
+value, old value) pair of one fact on ``memstack bench updates``'s conversations clears
+it, and so do many pairs of two different facts about one person: the model tells them
+apart."""
 
 
 class LongTermMemory:
@@ -93,8 +88,7 @@ class LongTermMemory:
     Every write path (``remember``, ``remember_many``, ``remember_conversation``)
     runs the secret filter over the text and the metadata (keys and values), then
     near-duplicate dedupe, then upsert, then eviction.
-    Storage and embedding work runs in a worker thread, off the event loop; a recall's
-    keyword half runs on a helper thread of its own while the query is embedded.
+    Storage and embedding work runs in a worker thread, off the event loop.
     """
 
     def __init__(
@@ -127,9 +121,6 @@ class LongTermMemory:
             raise InvalidInput("keyword_weight must be from 0 to 1.", field="keyword_weight")
         self.keyword_weight = keyword_weight
         self.context_weights = context_weights or ContextWeights()
-        # Runs a recall's keyword half while its query is embedded (``_recall``); its
-        # thread starts when needed and ends after 30 s without recalls, or at ``close()``.
-        self._ahead = IdleHelper(name="memstack-recall")
 
     @property
     def namespace(self) -> str:
@@ -175,17 +166,7 @@ class LongTermMemory:
         self, query: str, k: int, touch: bool, wanted: Filter | None
     ) -> list[RecalledMemory]:
         pool = max(4 * k, _MIN_POOL)
-        # The keyword half needs no vector: a helper thread reads it while the model runs
-        # (which holds no GIL), started only then, so the two never contend.
-        ahead: Ahead[KeywordMatches] | None = None
-        if self.keyword_weight > 0:
-            read = partial(
-                keyword_matches, self.store, [self.namespace], query=query, pool=pool, filter=wanted
-            )
-            ahead = Ahead(read, self._ahead)
-        with when_computing(ahead.start) if ahead else nullcontext():
-            vector = self.embedder.embed_batch([query])[0]
-        keywords = ahead.result() if ahead else None
+        vector = self.embedder.embed_batch([query])[0]
         found = fused_candidates(
             self.store,
             [self.namespace],
@@ -195,7 +176,6 @@ class LongTermMemory:
             keyword_weight=self.keyword_weight,
             filter=wanted,
             model_id=self.embedder.model_id,
-            keywords=keywords,
         )
         records, now = found.records, self.clock.now()
         metadata = [r.metadata for r in records]
@@ -669,8 +649,7 @@ class LongTermMemory:
         return await asyncio.to_thread(self.store.delete_namespace, self.namespace)
 
     def close(self) -> None:
-        """Close the store if this memory opened it, and end the recall helper thread."""
-        self._ahead.shutdown(wait=False)
+        """Close the store if this memory opened it."""
         if self._owns_store:
             self.store.close()
 
@@ -777,12 +756,11 @@ class _ItemFields(TypedDict):
 
 
 def _recalled(record: Record, scores: ScoreBreakdown) -> RecalledMemory:
-    """``RecalledMemory(**_item_fields(record), scores=scores)`` with metadata of its own
-    (a candidate may be the store's own record), made without the frozen dataclass's
-    ``__init__`` (``filled``)."""
-    values: dict[str, object] = {**_item_fields(record), "scores": scores}
-    values["metadata"] = own_metadata(record.metadata)
-    return filled(RecalledMemory, values)
+    """The recalled memory of ``record``, with metadata of its own (a candidate may be the
+    store's own record)."""
+    fields = _item_fields(record)
+    fields["metadata"] = own_metadata(record.metadata)
+    return RecalledMemory(**fields, scores=scores)
 
 
 def _item_fields(record: Record) -> _ItemFields:

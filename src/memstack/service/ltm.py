@@ -3,11 +3,12 @@
 short-term tier's epoch (see ``stm_sync``): a token the long-term tier owns, changed
 whenever the short-term tier may have missed a write.
 
-Versions (``versions.py``): a new value keeps the replaced version as a closed record
-beside the current one. The cap closes what it evicts (``closed_reason="evicted"``, same
-id) and deletes its id-index entry, so the index holds current memories only;
-``history`` finds an evicted memory by looking in the buckets it is given. Reads return
-current versions unless they ask ``as_of`` or ``include_superseded``.
+Versions (``next_version``, over the rules of ``memstack.storage.versions``): a new
+value keeps the replaced version as a closed record beside the current one. The cap
+closes what it evicts (``closed_reason="evicted"``, same id) and deletes its id-index
+entry, so the index holds current memories only; ``history`` finds an evicted memory
+by looking in the buckets it is given. Reads return current versions unless they ask
+``as_of`` or ``include_superseded``.
 
 One linear history per memory, whatever the number of writers (threads, processes,
 hosts on one database): a write reads the current version, computes the next one and
@@ -31,6 +32,7 @@ import numpy.typing as npt
 from memstack._json import JSON, to_json
 from memstack.errors import WriteConflict
 from memstack.service.types import (
+    DEFAULT_PROVENANCE,
     SCOPES,
     Memory,
     Provenance,
@@ -38,17 +40,19 @@ from memstack.service.types import (
     as_closed_reason,
     as_provenance,
 )
-from memstack.service.versions import (
-    MAX_VERSIONS,
-    VERSION_OF,
-    closed_order,
-    next_version,
-    starts,
-    version_id,
-)
 from memstack.storage import Cap, Expect, Filter, Namespace, Order, Record, RecordStore
 from memstack.storage.backend import stamp
 from memstack.storage.namespace import decode_part, encode_part
+from memstack.storage.versions import (
+    KEPT_VERSIONS,
+    as_version_of,
+    beyond_kept,
+    closed_copy,
+    closed_order,
+    closing_time,
+    memory_of,
+    starts,
+)
 
 __all__ = [
     "FIRST_EPOCH",
@@ -137,13 +141,13 @@ class LongTermTier:
         transaction commits (read again and retried while other writers change it):
 
         - a current version with another value is closed at ``memory.updated_at`` and kept
-          (``versions.py``); the memory is valid from then. A change of metadata
+          (``next_version``); the memory is valid from then. A change of metadata
           or TTL only overwrites the current version in place, validity unchanged;
         - a version the cap evicted is kept as it is, and the memory starts anew;
-        - beyond ``MAX_VERSIONS`` closed versions, the earliest closed are deleted;
+        - beyond ``KEPT_VERSIONS`` closed versions, the earliest closed are deleted;
         - with ``keep`` > 0, the lowest-retention current memories of the bucket beyond
           ``keep`` are closed as evicted and their index entries deleted; the bucket keeps
-          at most ``keep * MAX_VERSIONS`` closed records (earliest closed deleted first).
+          at most ``keep * KEPT_VERSIONS`` closed records (earliest closed deleted first).
 
         A version never outlives the memory's TTL at the time it was replaced.
 
@@ -267,9 +271,8 @@ class LongTermTier:
 
     def _overflow(self, namespace: Namespace, memory_id: str) -> builtins.list[str]:
         """The closed versions of ``memory_id`` to delete so that, with the one being
-        added, ``MAX_VERSIONS`` remain: the earliest closed."""
-        versions = sorted(self._versions(namespace, [memory_id]), key=closed_order)
-        return [r.id for r in versions[: max(0, len(versions) - MAX_VERSIONS + 1)]]
+        added, ``KEPT_VERSIONS`` remain: the earliest closed."""
+        return beyond_kept(self._versions(namespace, [memory_id]))
 
     def _versions(
         self, namespace: Namespace, memory_ids: Sequence[str], *, expired: bool = True
@@ -457,7 +460,7 @@ def memory_filter(
 
 
 def _cap(namespace: Namespace, keep: int) -> Cap:
-    """The cap of a bucket: ``keep`` current memories, ``MAX_VERSIONS`` closed records
+    """The cap of a bucket: ``keep`` current memories, ``KEPT_VERSIONS`` closed records
     for each; what it evicts is closed and leaves the id index."""
     tenant = namespace.parts[0]
     return Cap(
@@ -465,7 +468,45 @@ def _cap(namespace: Namespace, keep: int) -> Cap:
         keep=keep,
         also_from=(LongTermTier.index_namespace(tenant).encode(),),
         close=True,
-        keep_closed=keep * MAX_VERSIONS,
+        keep_closed=keep * KEPT_VERSIONS,
+    )
+
+
+def next_version(memory: Memory, stored: Record | None) -> tuple[Memory, Record | None]:
+    """The memory to write over ``stored`` (the record with its id, if any), and the
+    closed copy of ``stored`` to keep beside it (None: overwrite in place). A closed
+    copy keeps the provenance it had."""
+    memory = replace(memory, valid_to=None, superseded_by=None, closed_reason=None)
+    memory = _with_provenance(memory, stored if stored and stored.valid_to is None else None)
+    if stored is None:
+        return replace(memory, valid_from=memory.created_at), None
+    if stored.valid_to is not None:  # evicted: kept as it was, the memory starts anew
+        reason = as_closed_reason(stored.closed_reason) or "evicted"
+        kept = closed_copy(
+            stored, memory.id, at=stored.valid_to, reason=reason, expires_at=memory.expires_at
+        )
+        return replace(memory, valid_from=memory.created_at), kept
+    memory = replace(memory, created_at=stored.created_at)
+    if stored.metadata.get("value") == memory.value:
+        return replace(memory, valid_from=starts(stored)), None
+    at = closing_time(stored, memory.updated_at)
+    kept = closed_copy(stored, memory.id, at=at, reason="superseded", expires_at=memory.expires_at)
+    return replace(memory, valid_from=at), kept
+
+
+def _with_provenance(memory: Memory, current: Record | None) -> Memory:
+    """A memory written without a provenance keeps the current version's (and its detail,
+    unless it gives one of its own); a new one gets ``DEFAULT_PROVENANCE``."""
+    if memory.provenance is not None:
+        return memory
+    kept = as_provenance(current.provenance) if current is not None else None
+    if current is None or kept is None:
+        return replace(memory, provenance=DEFAULT_PROVENANCE)
+    detail = memory.provenance_detail
+    return replace(
+        memory,
+        provenance=kept,
+        provenance_detail=current.provenance_detail if detail is None else detail,
     )
 
 
@@ -473,7 +514,7 @@ def _chain_records(
     chain: Sequence[Memory], embeddings: Sequence[npt.NDArray[np.float32] | None]
 ) -> builtins.list[Record]:
     """The records of a memory's versions (``restore.check_chain``): the one without
-    ``superseded_by`` under the memory's id, each other a closed copy (``versions.py``)."""
+    ``superseded_by`` under the memory's id, each other a closed copy (``as_version_of``)."""
     out: builtins.list[Record] = []
     for version, embedding in zip(chain, embeddings, strict=True):
         record = replace(
@@ -483,11 +524,7 @@ def _chain_records(
             closed_reason=version.closed_reason,
         )
         if version.superseded_by is not None and version.valid_to is not None:
-            record = replace(
-                record,
-                id=version_id(version.id, version.valid_to),
-                metadata={**record.metadata, VERSION_OF: version.id},
-            )
+            record = as_version_of(record, version.id, version.valid_to)
         out.append(record)
     return out
 
@@ -525,9 +562,8 @@ def _from_record(tenant: str, record: Record) -> Memory:
     scope = record.kind if record.kind in SCOPES else "agent"
     session = meta.get("session_id")
     user_meta = to_json(meta.get("metadata") or {}, field="metadata")
-    version_of = meta.get(VERSION_OF)
     return Memory(
-        id=version_of if isinstance(version_of, str) else record.id,
+        id=memory_of(record),
         tenant=tenant,
         agent_id=str(meta.get("agent_id", "")),
         scope=scope,

@@ -7,8 +7,8 @@ validity (``valid_from``, ``valid_to``), ``superseded_by`` and ``closed_reason``
 provenance. Its id follows from the caller's tenant and the identity, as for a store.
 ``check_chain`` turns one into the ``Memory`` values of its versions, oldest first, in
 the form ``LongTermTier.restore`` writes: a version with ``superseded_by`` is a closed
-copy (``versions.py``); the one without is the memory's own record, current, or closed
-in place by the cap (``evicted``).
+copy (``memstack.storage.versions``); the one without is the memory's own record,
+current, or closed in place by the cap (``evicted``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from memstack.service.types import (
     check_id_part,
     memory_id,
 )
-from memstack.service.versions import MAX_VERSIONS
+from memstack.storage.versions import KEPT_VERSIONS
 
 __all__ = [
     "MAX_RESTORE_MEMORIES",
@@ -126,9 +126,9 @@ def check_chain(principal: Principal, given: MemoryIn, *, at: str, now: float) -
                 field="session_id",
             )
         key = check_key(given.key)
-        if not 1 <= len(given.versions) <= MAX_VERSIONS + 1:
+        if not 1 <= len(given.versions) <= KEPT_VERSIONS + 1:
             raise InvalidInput(
-                f"give 1 to {MAX_VERSIONS + 1} versions (the store keeps {MAX_VERSIONS} "
+                f"give 1 to {KEPT_VERSIONS + 1} versions (the store keeps {KEPT_VERSIONS} "
                 f"closed ones beside the current one); got {len(given.versions)}.",
                 field="versions",
             )

@@ -19,7 +19,7 @@ from pydantic import (
 
 from memstack.service.restore import MAX_RESTORE_MEMORIES, MemoryIn, VersionIn
 from memstack.service.types import MAX_KEY_CHARS, MAX_VALUE_CHARS
-from memstack.service.versions import MAX_VERSIONS
+from memstack.storage.versions import KEPT_VERSIONS
 from memstack.transports.schemas import (
     ID_RULE,
     PROVENANCE_HELP,
@@ -86,7 +86,7 @@ class MemoryRestore(_Body):
     key: StrictStr = Field(min_length=1, max_length=MAX_KEY_CHARS)
     versions: list[VersionRestore] = Field(
         min_length=1,
-        max_length=MAX_VERSIONS + 1,
+        max_length=KEPT_VERSIONS + 1,
         description="Every version, current and closed, in any order.",
     )
 
