@@ -39,8 +39,6 @@ CORE = {
     "_json",
     "_counts",
     "_env",
-    "_filled",
-    "_ahead",
     "secrets",
     "_secret_assignment",
     "_tokenness",

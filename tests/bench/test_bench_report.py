@@ -108,9 +108,17 @@ KNOWLEDGE_RUN = {  # as measure_document gives it (tests/bench/test_bench_knowle
 def test_every_kind_gets_its_section_table_command_and_plot(results: Path, tmp_path: Path):
     knowledge = {"benchmark": "knowledge", "embedder": "hash", "runs": [KNOWLEDGE_RUN]}
     (results / "knowledge.json").write_text(json.dumps(knowledge))
+    runs = tmp_path / "ablation-runs"
+    runs.mkdir()
+    for variant in ("with", "without"):  # the server run, as two variants of one round
+        (runs / f"server-{variant}-1.json").write_bytes((results / "server.json").read_bytes())
+    ablation = ["bench", "ablation", *(str(p) for p in sorted(runs.iterdir()))]
+    ablation += ["--compare", "it=server:with/without", "--decision", "it=removed"]
+    _run([*ablation, "--out", str(results / "ablation.json")])
     doc = _report(results, tmp_path / "docs" / "benchmarks.md")
     titles = ("bench recall", "bench ingest", "bench server", "bench locomo", "bench updates")
-    for title in (*titles, "bench knowledge"):
+    assert "| it | server | requests/s * |" in doc and "- **it**: removed" in doc
+    for title in (*titles, "bench knowledge", "bench ablation"):
         assert f"(`memstack {title}`)" in doc
     for name in ("recall.json", "ingest.json", "updates.json", "server.json"):
         assert f"### [{name}](../results/{name})" in doc
@@ -151,7 +159,7 @@ def _fixed(value: object) -> object:
 
 
 def test_a_comparison_of_worker_counts_gets_its_table_and_each_run(tmp_path: Path):
-    from memstack.bench.serverbench import compare_runs
+    from memstack.bench.server_report import compare_runs
 
     runs = [_server_run(1, "redis"), _server_run(2, "redis")]
     first = runs[0]

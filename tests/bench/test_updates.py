@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstack.bench.updates import ScriptedReconciler
 from memstack.bench.updates_data import Conversation, conversations
+from memstack.bench.updates_reconciler import ScriptedReconciler
 from memstack.cli import main
 from memstack.longterm.extraction import EXTRACTION_PROMPT
 from memstack.longterm.reconcile import (

@@ -10,7 +10,7 @@ import pytest
 
 from memstack.storage import RecordStore
 from memstack.storage.backend import Gathered
-from memstack.storage.hybrid import fused_candidates, hybrid_candidates, keyword_matches
+from memstack.storage.hybrid import fused_candidates, hybrid_candidates
 from tests.storage.records import rec
 
 TEXTS = {
@@ -84,71 +84,6 @@ def test_a_namespace_named_twice_gives_each_candidate_once(filled: RecordStore) 
         filled, ["ns", "ns"], query="Alice", vector=QUERY, pool=3, keyword_weight=0.3
     )
     assert [(h.record.id, h.relevance) for h in twice] == [(h.record.id, h.relevance) for h in once]
-
-
-def test_keyword_half_read_ahead_gives_the_same_candidates_and_reads_the_rest(
-    filled: RecordStore,
-) -> None:
-    together = fused_candidates(
-        filled, ["ns"], query="Alice", vector=QUERY, pool=2, keyword_weight=0.3
-    )
-    keywords = keyword_matches(filled, ["ns"], query="Alice", pool=2)
-    assert sorted(keywords.halves[0].gathered.records) == ["rust", "tea"]  # the matches, read
-    assert keywords.halves[0].gathered.nearest == []  # no vector half yet
-    gathered: list[tuple[bool, bool]] = []
-    original = filled.backend.gather
-
-    def gather(*args: Any) -> Gathered:
-        gathered.append((bool(args[1]), args[2] is not None))  # (words, vector)
-        return original(*args)
-
-    filled.backend.gather = gather  # type: ignore[method-assign,assignment]
-    ahead = fused_candidates(
-        filled,
-        ["ns"],
-        query="Alice",
-        vector=QUERY,
-        pool=2,
-        keyword_weight=0.3,
-        keywords=keywords,
-    )
-    assert gathered == [(False, True)]  # only the vector half is read
-    assert [r.id for r in ahead.records] == [r.id for r in together.records]
-    assert ahead.keyword == together.keyword
-    np.testing.assert_allclose(ahead.similarity, together.similarity, atol=1e-6)
-    np.testing.assert_allclose(ahead.relevance, together.relevance, atol=1e-6)
-    by_id = dict(zip([r.id for r in ahead.records], ahead.similarity, strict=True))
-    # "rust" is a keyword match but not one of the 2 nearest: its cosine is computed
-    assert by_id["rust"] == pytest.approx(0.05 / np.linalg.norm(QUERY), abs=1e-6)
-
-
-@pytest.mark.parametrize(
-    "changed", [{"query": "Bob"}, {"pool": 2}, {"namespaces": ["ns", "other"]}]
-)
-def test_a_keyword_half_read_for_other_arguments_is_refused(
-    filled: RecordStore, changed: dict[str, Any]
-) -> None:
-    keywords = keyword_matches(filled, ["ns"], query="Alice", pool=3)
-    arguments: dict[str, Any] = {"namespaces": ["ns"], "query": "Alice", "pool": 3} | changed
-    with pytest.raises(ValueError, match="keyword_matches"):
-        fused_candidates(
-            filled,
-            arguments.pop("namespaces"),
-            vector=QUERY,
-            keyword_weight=0.3,
-            keywords=keywords,
-            **arguments,
-        )
-
-
-def test_a_keyword_half_is_left_out_of_a_pure_cosine_search(filled: RecordStore) -> None:
-    keywords = keyword_matches(filled, ["ns"], query="Alice", pool=2)
-    plain = fused_candidates(filled, ["ns"], query="Alice", vector=QUERY, pool=2, keyword_weight=0)
-    ahead = fused_candidates(
-        filled, ["ns"], query="Alice", vector=QUERY, pool=2, keyword_weight=0, keywords=keywords
-    )
-    assert [r.id for r in ahead.records] == [r.id for r in plain.records] == ["tea", "coffee"]
-    assert ahead.keyword is None
 
 
 def test_ranked_copies_a_record_only_when_its_hit_is_taken(

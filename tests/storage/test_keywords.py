@@ -184,35 +184,3 @@ def test_load_words_indexes_and_packs_the_rows() -> None:
     index = load_words((k, text, None) for k, text in DOCS.items())
     assert index._buffered_rows() == 0 and len(index) == len(DOCS)
     assert dict(index.search(["cat"], 5, None)) == pytest.approx(reference_bm25(DOCS, ["cat"]))
-
-
-def test_a_pack_hands_the_heap_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    import memstack.storage._keywords as keywords
-
-    calls: list[None] = []
-    monkeypatch.setattr(keywords, "release_heap", lambda: calls.append(None))
-    index = build(DOCS)
-    assert calls == []
-    index.pack()
-    assert calls == [None]
-
-
-def test_a_search_over_many_postings_hands_its_temporaries_back(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import memstack.storage._keywords as keywords
-
-    common = keywords._TRIM_POSTINGS  # this many rows hold "garden"
-    docs = {
-        i: f"garden {'left' if i % 2 else 'right'} {'tomato' if i % 100 == 0 else 'bean'}"
-        for i in range(common)
-    }
-    index = load_words((k, text, None) for k, text in docs.items())
-    calls: list[None] = []
-    monkeypatch.setattr(keywords, "release_heap", lambda: calls.append(None))
-    rare = index.search(["tomato"], 5, None)  # a hundredth of the postings: kept
-    assert calls == [] and len(rare) == 5
-    found = index.search(["garden"], 5, None)
-    assert calls == [None] and len(found) == 5
-    index.search(["left", "right"], 5, None)  # half the postings each: they add up
-    assert calls == [None, None]

@@ -219,23 +219,6 @@ def test_in_memory_database(clock: ManualClock) -> None:
     store.close()
 
 
-def test_a_bulk_write_hands_the_heap_back_and_a_small_one_does_not(
-    path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import memstack.storage.sqlite as sqlite_backend
-
-    calls: list[None] = []
-    monkeypatch.setattr(sqlite_backend, "release_heap", lambda: calls.append(None))
-    store = SQLiteRecordStore(path, clock=clock)
-    store.setup()
-    store.upsert([rec(f"r{i}", embedding=[1, 0]) for i in range(10)])
-    assert calls == []
-    store.upsert([rec(f"bulk{i}", embedding=[1, 0]) for i in range(1_000)])
-    assert calls == [None]
-    assert store.count("ns") == 1_010
-    store.close()
-
-
 @pytest.mark.parametrize("first", ["vectors", "keywords"])
 def test_both_indexes_of_a_namespace_share_its_id_strings(
     path: Path, clock: ManualClock, first: str

@@ -64,17 +64,6 @@ def test_compaction_after_many_removals_changes_no_result() -> None:
         assert [key for key, _ in vectors.search(q, 10)] == exact_top(vectors, rows, q, 10)
 
 
-def test_compaction_hands_the_heap_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    import memstack.storage._vector_rows as vector_rows
-
-    calls: list[None] = []
-    monkeypatch.setattr(vector_rows, "release_heap", lambda: calls.append(None))
-    vectors = filled(6_000)
-    for i in range(1_600):
-        vectors.remove(f"k{i}")  # compacted once, at 1,201 dead (over a quarter of 4,799)
-    assert calls == [None] and len(vectors.keys) < 6_000
-
-
 def test_expiry_and_allowed_masks() -> None:
     vectors: VectorRows[str] = VectorRows(DIM)
     data = clustered(3)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from memstack.bench.ablation import kept
 from memstack.bench.metrics import METRIC_NAMES
 
 __all__ = ["KINDS", "Kind", "md_table", "num"]
@@ -314,6 +315,41 @@ def knowledge_command(p: Payload, out: str) -> str:
     )
 
 
+def ablation_tables(p: Payload) -> list[str]:
+    headline = (
+        "Each mechanism measured with and without it in alternating runs (medians of the "
+        "runs' values, listed in the JSON). Gain = with / without, inverted where lower is "
+        f"better; a mechanism is kept at a gain of at least {num(p['keep_at'])} on the figure "
+        "it was built for (marked *)."
+    )
+    headers = ("mechanism", "bench", "figure", "with", "without", "gain", "kept")
+    rows = [
+        [
+            r["mechanism"],
+            r["bench"],
+            f"{r['figure']}{' *' if r['built_for'] else ''}",
+            r["median_with"],
+            r["median_without"],
+            r["gain"],
+            kept(r),
+        ]
+        for r in p["rows"]
+    ]
+    decided = [f"- **{name}**: {text}" for name, text in p.get("decisions", {}).items()]
+    return [headline, "", *md_table(headers, rows), *(["", *decided] if decided else [])]
+
+
+def ablation_command(p: Payload, out: str) -> str:
+    seen: dict[str, str] = {}
+    for r in p["rows"]:
+        if r["built_for"]:
+            spec = f"{r['mechanism']}={r['bench']}:{r['with']}/{r['without']}:{r['figure']}"
+            seen[r["mechanism"]] = f"--compare {shlex.quote(spec)}"
+    return " ".join(
+        ["memstack bench ablation RUNS...", *seen.values(), f"--out {shlex.quote(out)}"]
+    )
+
+
 KINDS: Final = (
     Kind(
         name="recall",
@@ -369,5 +405,15 @@ KINDS: Final = (
         keys=frozenset({"runs", "embedder", "benchmark"}),
         tables=knowledge_tables,
         command=knowledge_command,
+    ),
+    Kind(
+        name="ablation",
+        title="Ablations: what each mechanism buys",
+        about="Each mechanism beyond the plain design measured end to end with and without "
+        "it, in alternating runs on one machine at one time; kept only where it buys at least "
+        "10% on the figure it was built for.",
+        keys=frozenset({"keep_at", "rows", "runs"}),
+        tables=ablation_tables,
+        command=ablation_command,
     ),
 )

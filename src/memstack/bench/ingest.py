@@ -33,8 +33,8 @@ UPSERT_BATCH: Final = 1000
 UPSERT_ROWS: Final = 10_000
 """Records the upsert rate is measured over, whatever ``n``: SQLite copies its write-ahead
 log into the database every 1,000 pages (about every other batch of 1,000 LoCoMo turns
-with vectors), so a single batch measured either that copy or none: 15,171 and 22,954/s
-in two runs of the same code."""
+with vectors), so a single batch measured either that copy or none, and two runs of the
+same code disagreed widely; ten batches take several copies in, as real writes do."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,11 +119,47 @@ async def _measure(
             collection=collection, store=store, embedder=embedder, max_items=0, clock=clock
         )
 
-    # The embedder alone and remember_many take turns batch by batch, so a machine that
-    # slows down or speeds up during the run weighs on both alike.
-    many = memory("many")
+    many = await _embed_and_many(memory("many"), embedder, texts, batch, progress)
+    one_s, stored_one = await _one_by_one(memory("one"), texts, progress)
+    upsert_s = _upsert(store, memory("upsert").namespace, texts, many.vectors, clock, progress)
+    said = list(turns) if turns is not None else _as_turns(texts, clock.now())
+    turns_embed_s, turns_s = await _turns(memory("turns"), embedder, said, batch, progress)
+    return IngestResult(
+        texts=name,
+        n=len(texts),
+        mean_chars=round(sum(map(len, texts)) / max(1, len(texts)), 1),
+        embed_per_s=_rate(len(texts), many.embed_s),
+        remember_many_per_s=_rate(len(texts), many.many_s),
+        remember_per_s=_rate(len(texts), one_s),
+        upsert_per_s=_rate(UPSERT_ROWS, upsert_s),
+        upsert_n=UPSERT_ROWS,
+        stored_many=many.stored,
+        stored_one=stored_one,
+        turns_embed_per_s=_rate(len(said), turns_embed_s),
+        remember_turns_per_s=_rate(len(said), turns_s),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Many:
+    embed_s: float
+    many_s: float
+    stored: int
+    vectors: npt.NDArray[np.float32]
+    """Every text's vector, for the upsert that follows."""
+
+
+async def _embed_and_many(
+    many: LongTermMemory,
+    embedder: Embedder,
+    texts: Sequence[str],
+    batch: int,
+    progress: Callable[[int], None],
+) -> _Many:
+    """The embedder alone and ``remember_many`` taking turns batch by batch, so a machine
+    that slows down or speeds up during the run weighs on both alike."""
     embed_s = many_s = 0.0
-    stored_many = 0
+    stored = 0
     parts: list[npt.NDArray[np.float32]] = []
     for lo in range(0, len(texts), batch):
         started = time.perf_counter()
@@ -133,42 +169,42 @@ async def _measure(
         started = time.perf_counter()
         outcomes = await many.remember_many(chunk, dedupe=True)
         many_s += time.perf_counter() - started
-        stored_many += sum(o.status == "stored" for o in outcomes)
+        stored += sum(o.status == "stored" for o in outcomes)
         progress(2 * len(chunk))
-    vectors = np.vstack(parts)
-    one = memory("one")
+    return _Many(embed_s=embed_s, many_s=many_s, stored=stored, vectors=np.vstack(parts))
+
+
+async def _one_by_one(
+    one: LongTermMemory, texts: Sequence[str], progress: Callable[[int], None]
+) -> tuple[float, int]:
+    """Seconds ``remember`` took on every text, one at a time, and how many it stored."""
     started = time.perf_counter()
-    stored_one = 0
+    stored = 0
     for text in texts:
-        stored_one += (await one.remember(text)).status == "stored"
+        stored += (await one.remember(text)).status == "stored"
         progress(1)
-    one_s = time.perf_counter() - started
-    upsert_s = _upsert(store, memory("upsert").namespace, texts, vectors, clock, progress)
-    said = list(turns) if turns is not None else _as_turns(texts, clock.now())
-    spoken = memory("turns")
-    turns_embed_s = turns_s = 0.0
+    return time.perf_counter() - started, stored
+
+
+async def _turns(
+    spoken: LongTermMemory,
+    embedder: Embedder,
+    said: Sequence[Turn],
+    batch: int,
+    progress: Callable[[int], None],
+) -> tuple[float, float]:
+    """Seconds of the embedder alone on the turns' memory texts and of ``remember_turns``,
+    taking turns batch by batch."""
+    embed_s = turns_s = 0.0
     for lo in range(0, len(said), batch):
         started = time.perf_counter()
         embedder.embed_batch([turn_text(t) for t in said[lo : lo + batch]])
-        turns_embed_s += time.perf_counter() - started
+        embed_s += time.perf_counter() - started
         started = time.perf_counter()
         await spoken.remember_turns(said[lo : lo + batch])
         turns_s += time.perf_counter() - started
         progress(2 * len(said[lo : lo + batch]))
-    return IngestResult(
-        texts=name,
-        n=len(texts),
-        mean_chars=round(sum(map(len, texts)) / max(1, len(texts)), 1),
-        embed_per_s=_rate(len(texts), embed_s),
-        remember_many_per_s=_rate(len(texts), many_s),
-        remember_per_s=_rate(len(texts), one_s),
-        upsert_per_s=_rate(UPSERT_ROWS, upsert_s),
-        upsert_n=UPSERT_ROWS,
-        stored_many=stored_many,
-        stored_one=stored_one,
-        turns_embed_per_s=_rate(len(said), turns_embed_s),
-        remember_turns_per_s=_rate(len(said), turns_s),
-    )
+    return embed_s, turns_s
 
 
 def _as_turns(texts: Sequence[str], now: float) -> list[Turn]:

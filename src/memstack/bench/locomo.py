@@ -112,20 +112,8 @@ async def run_locomo(
     off: Iterable[str] = (),
 ) -> LocomoReport:
     """One run with the mechanisms in ``off`` switched off (see ``MECHANISMS``)."""
-    off = set(off)
-    unknown = sorted(off - set(MECHANISMS))
-    if unknown:
-        raise ValueError(f"unknown mechanisms {unknown}; choose from {', '.join(MECHANISMS)}")
-    weights = replace(ContextWeights(), **{name: 0.0 for name in off if name != "context"})
-    radius = 0 if "context" in off else DEFAULT_RADIUS
-    ours: list[QuestionResult] = []
-    by_sample: dict[str, list[QuestionResult]] = {}
-    bm25: list[QuestionResult] = []
-    vector: list[QuestionResult] = []
-    ingest_seconds = 0.0
-    stored = 0
-    latencies: list[float] = []
-    embedding: list[float] = []
+    weights, radius = _switched_off(set(off))
+    tally = _Tally()
     for sample in samples:
         memory = LongTermMemory(
             collection=Collection(user_id=sample.sample_id, namespace="locomo"),
@@ -136,63 +124,97 @@ async def run_locomo(
             context_weights=weights,
         )
         await memory.clear()
-        started = time.perf_counter()
-        outcomes = await memory.remember_turns(
-            [
-                Turn(
-                    speaker=turn.speaker,
-                    text=turn.text,
-                    time=turn.timestamp,
-                    session_id=f"session-{turn.session}",
-                    metadata={"dia_id": turn.dia_id},
-                )
-                for turn in sample.turns
-            ],
-            context_radius=radius,
-        )
-        ingest_seconds += time.perf_counter() - started
-        stored += sum(o.status == "stored" for o in outcomes)
-        id_to_dia = _dia_ids(store, memory)
-        lexical = BM25([t.memory_text for t in sample.turns])
-        for question in scored_questions(sample):
-            started = time.perf_counter()
-            recalled = await memory.recall(question.question, K, touch=False)
-            latencies.append((time.perf_counter() - started) * 1000)
-            result = score_ranking(
-                [str(r.metadata.get("dia_id")) for r in recalled],
-                question.evidence,
-                question.category,
-            )
-            ours.append(result)
-            by_sample.setdefault(sample.sample_id, []).append(result)
-            top = lexical.top(question.question, K)
-            bm25.append(
-                score_ranking(
-                    [sample.turns[i].dia_id for i in top], question.evidence, question.category
-                )
-            )
-            started = time.perf_counter()
-            query = embedder.embed_batch([question.question])[0]
-            embedding.append((time.perf_counter() - started) * 1000)
-            hits = store.vector_search(memory.namespace, query, k=K)
-            vector.append(
-                score_ranking(
-                    [id_to_dia[h.record.id] for h in hits], question.evidence, question.category
-                )
-            )
-            progress(1)
+        await _ingest(memory, sample, radius, tally)
+        await _ask(memory, sample, store, embedder, tally, progress)
         await memory.clear()
     return LocomoReport(
-        memstack=aggregate(ours),
-        baselines={"bm25": aggregate(bm25), "vector": aggregate(vector)},
-        ingest_per_s=stored / ingest_seconds if ingest_seconds else 0.0,
-        recall_ms=percentiles(latencies, (50, 95)),
-        embed_ms=percentiles(embedding, (50, 95)),
+        memstack=aggregate(tally.ours),
+        baselines={"bm25": aggregate(tally.bm25), "vector": aggregate(tally.vector)},
+        ingest_per_s=tally.stored / tally.ingest_s if tally.ingest_s else 0.0,
+        recall_ms=percentiles(tally.recall_ms, (50, 95)),
+        embed_ms=percentiles(tally.embed_ms, (50, 95)),
         load=stats,
         store=store_name,
         embedder=embedder.model_id,
-        halves=_halves(by_sample),
+        halves=_halves(tally.by_sample),
     )
+
+
+@dataclass(kw_only=True)
+class _Tally:
+    """What one run gathers, sample after sample."""
+
+    ours: list[QuestionResult] = field(default_factory=list)
+    by_sample: dict[str, list[QuestionResult]] = field(default_factory=dict)
+    bm25: list[QuestionResult] = field(default_factory=list)
+    vector: list[QuestionResult] = field(default_factory=list)
+    ingest_s: float = 0.0
+    stored: int = 0
+    recall_ms: list[float] = field(default_factory=list)
+    embed_ms: list[float] = field(default_factory=list)
+
+
+def _switched_off(off: set[str]) -> tuple[ContextWeights, int]:
+    """The recall weights and context radius with the mechanisms in ``off`` switched off."""
+    unknown = sorted(off - set(MECHANISMS))
+    if unknown:
+        raise ValueError(f"unknown mechanisms {unknown}; choose from {', '.join(MECHANISMS)}")
+    weights = replace(ContextWeights(), **{name: 0.0 for name in off if name != "context"})
+    return weights, 0 if "context" in off else DEFAULT_RADIUS
+
+
+async def _ingest(memory: LongTermMemory, sample: Sample, radius: int, tally: _Tally) -> None:
+    """The sample's turns stored as a user would, through ``remember_turns``, timed."""
+    started = time.perf_counter()
+    turns = [
+        Turn(
+            speaker=turn.speaker,
+            text=turn.text,
+            time=turn.timestamp,
+            session_id=f"session-{turn.session}",
+            metadata={"dia_id": turn.dia_id},
+        )
+        for turn in sample.turns
+    ]
+    outcomes = await memory.remember_turns(turns, context_radius=radius)
+    tally.ingest_s += time.perf_counter() - started
+    tally.stored += sum(o.status == "stored" for o in outcomes)
+
+
+async def _ask(
+    memory: LongTermMemory,
+    sample: Sample,
+    store: RecordStore,
+    embedder: Embedder,
+    tally: _Tally,
+    progress: Callable[[int], None],
+) -> None:
+    """Each scored question recalled, then ranked by BM25 and by pure vector search."""
+    id_to_dia = _dia_ids(store, memory)
+    lexical = BM25([t.memory_text for t in sample.turns])
+    for question in scored_questions(sample):
+        started = time.perf_counter()
+        recalled = await memory.recall(question.question, K, touch=False)
+        tally.recall_ms.append(_ms_since(started))
+        result = _score([str(r.metadata.get("dia_id")) for r in recalled], question)
+        tally.ours.append(result)
+        tally.by_sample.setdefault(sample.sample_id, []).append(result)
+        top = lexical.top(question.question, K)
+        tally.bm25.append(_score([sample.turns[i].dia_id for i in top], question))
+        started = time.perf_counter()
+        query = embedder.embed_batch([question.question])[0]
+        tally.embed_ms.append(_ms_since(started))
+        hits = store.vector_search(memory.namespace, query, k=K)
+        tally.vector.append(_score([id_to_dia[h.record.id] for h in hits], question))
+        progress(1)
+
+
+def _score(ranking: list[str], question: Question) -> QuestionResult:
+    return score_ranking(ranking, question.evidence, question.category)
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
 
 
 def _halves(by_sample: dict[str, list[QuestionResult]]) -> dict[str, Summary]:

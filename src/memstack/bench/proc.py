@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 from memstack.errors import ConfigError
-from memstack.storage._heap import release_heap
 
 __all__ = ["cpu_seconds", "release_memory", "rss_mb", "tree_rss_mb"]
 
@@ -93,6 +92,5 @@ def _proc_descendants(pid: int) -> list[int]:
 
 
 def release_memory() -> None:
-    """Collect garbage and hand freed heap back to the OS (glibc), between measurements."""
+    """Collect garbage between measurements."""
     gc.collect()
-    release_heap()

@@ -162,7 +162,8 @@ DETAILS: Final = (
 BLOCK: Final = 1000
 _WEIGHTS: Final = np.array([0.5, 0.25, 1.0, 0.3], dtype=np.float32)
 """Subject, verb, topic, detail: about the least-squares fit of MiniLM sentence vectors
-to their phrase vectors (a mean cosine of 0.7 with the real sentence embedding)."""
+to their phrase vectors (``synth_fidelity`` measures how close the result comes to the
+real sentence embedding)."""
 _NOISE: Final = 0.15
 """Expected norm of the noise added to the (norm about 1.3) weighted sum."""
 _QUERY_FORMS: Final = (

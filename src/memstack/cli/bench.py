@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -14,9 +12,17 @@ import click
 from memstack.bench.progress import progress_bar
 
 if TYPE_CHECKING:
+    from memstack.bench.ingest import IngestResult
     from memstack.bench.load import Mix
+    from memstack.bench.locomo import LocomoReport
+    from memstack.bench.locomo_data import LoadStats, Sample
+    from memstack.bench.scale import RecallBench, RecallRun
     from memstack.bench.serverbench import LoadOptions
     from memstack.bench.spawn import ServerShape
+    from memstack.bench.synth import Phrases
+    from memstack.embeddings import Embedder
+    from memstack.longterm.turns import Turn
+    from memstack.storage import RecordStore
 
 DEFAULT_LOCOMO = Path("../shared/bench/locomo/locomo-dev.json")
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -31,6 +37,32 @@ def _locomo_data(help: str) -> Callable[[_F], _F]:
         show_default=True,
         envvar="MEMSTACK_LOCOMO_DATA",
         help=help,
+    )
+
+
+_embedder_option = click.option(
+    "--embedder",
+    "embedder_kind",
+    type=click.Choice(["local", "hash"]),
+    default="local",
+    show_default=True,
+    help="local = all-MiniLM-L6-v2 (the default); hash = the deterministic test embedder.",
+)
+_out_option = click.option(
+    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
+)
+_postgres_option = click.option(
+    "--postgres-url", envvar="MEMSTACK_POSTGRES_URL", help="[env MEMSTACK_POSTGRES_URL]"
+)
+
+
+def _stores_option(default: str) -> Callable[[_F], _F]:
+    """The ``--stores`` option of the commands that run on several backends."""
+    return click.option(
+        "--stores",
+        default=default,
+        show_default=True,
+        help="Comma-separated backends: sqlite, memory, postgres (postgres needs --postgres-url).",
     )
 
 
@@ -54,14 +86,7 @@ def bench() -> None:
     help="SQLite file (default: a temporary one).",
 )
 @click.option("--postgres-url", envvar="MEMSTACK_POSTGRES_URL", help="For --store postgres.")
-@click.option(
-    "--embedder",
-    "embedder_kind",
-    type=click.Choice(["local", "hash"]),
-    default="local",
-    show_default=True,
-    help="local = all-MiniLM-L6-v2 (the default); hash = the deterministic test embedder.",
-)
+@_embedder_option
 @click.option(
     "--samples", "max_samples", type=click.IntRange(min=1), help="Only the first N conversations."
 )
@@ -72,9 +97,7 @@ def bench() -> None:
     help="Comma-separated mechanisms to switch off one at a time for an ablation table: "
     "context, session, speaker, time (each is a full extra run).",
 )
-@click.option(
-    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
-)
+@_out_option
 def locomo(
     data: Path,
     store_kind: Literal["sqlite", "postgres", "memory"],
@@ -86,95 +109,71 @@ def locomo(
     out: Path | None,
 ) -> None:
     """Recall quality of long-term memory on LoCoMo, beside plain BM25 and pure vector."""
-    from memstack.bench.locomo import MECHANISMS, TUNED_ON, run_locomo, scored_questions
     from memstack.bench.locomo_data import load_locomo
-    from memstack.bench.report import BM25_REFERENCE, metrics_table, write_json
+    from memstack.bench.locomo_report import locomo_text
+    from memstack.bench.report import write_json
     from memstack.bench.setup import open_bench_embedder, open_bench_store
-    from memstack.clock import SystemClock
 
-    ablations = [name.strip() for name in ablate.split(",") if name.strip()]
+    ablations = _ablations(ablate)
+    samples, stats = load_locomo(data)
+    samples = samples[:max_samples] if max_samples else samples
+    embedder = open_bench_embedder(embedder_kind)
+    with open_bench_store(store_kind, db=db, postgres_url=postgres_url) as store:
+        report = _locomo_runs(samples, stats, store, store_kind, embedder, ablations)
+    click.echo(locomo_text(report, conversations=len(samples), data_name=data.name))
+    if out:
+        write_json(out, {"benchmark": "locomo", **report.to_json()})
+        click.echo(f"wrote {out}")
+
+
+def _ablations(text: str) -> list[str]:
+    """The mechanisms ``--ablate`` names, each switched off in a run of its own."""
+    from memstack.bench.locomo import MECHANISMS
+
+    ablations = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
     unknown = sorted(set(ablations) - set(MECHANISMS))
     if unknown:
         raise click.BadParameter(
             f"unknown {', '.join(unknown)}; choose from {', '.join(MECHANISMS)}",
             param_hint="--ablate",
         )
-    samples, stats = load_locomo(data)
-    samples = samples[:max_samples] if max_samples else samples
+    return ablations
+
+
+def _locomo_runs(
+    samples: list[Sample],
+    stats: LoadStats,
+    store: RecordStore,
+    store_kind: str,
+    embedder: Embedder,
+    ablations: list[str],
+) -> LocomoReport:
+    """The run with every mechanism on, holding the runs with one off each."""
+    from memstack.bench.locomo import run_locomo, scored_questions
+    from memstack.clock import SystemClock
+
     total = sum(len(scored_questions(s)) for s in samples)
-    embedder = open_bench_embedder(embedder_kind)
-    with open_bench_store(store_kind, db=db, postgres_url=postgres_url) as store:
-        runs = {}
-        for name in ["", *dict.fromkeys(ablations)]:
-            label = f"without {name}" if name else "recalling"
-            with progress_bar(total, label) as bar:
-                runs[name] = asyncio.run(
-                    run_locomo(
-                        samples,
-                        stats,
-                        store=store,
-                        store_name=store_kind,
-                        embedder=embedder,
-                        clock=SystemClock(),
-                        progress=bar.update,
-                        off=[name] if name else [],
-                    )
-                )
+    runs = {}
+    for name in ["", *ablations]:
+        with progress_bar(total, f"without {name}" if name else "recalling") as bar:
+            run = run_locomo(
+                samples,
+                stats,
+                store=store,
+                store_name=store_kind,
+                embedder=embedder,
+                clock=SystemClock(),
+                progress=bar.update,
+                off=[name] if name else [],
+            )
+            runs[name] = asyncio.run(run)
     report = runs.pop("")
     report.ablations = {name: run.memstack for name, run in runs.items()}
-    payload = report.to_json()
-    click.echo(
-        f"LoCoMo retrieval: {payload['questions']} questions from {len(samples)} conversations "
-        f"({data.name}); store={store_kind}, embedder={embedder.model_id}"
-    )
-    rows = {
-        "memstack": report.memstack["overall"],
-        "bm25": report.baselines["bm25"]["overall"],
-        "vector": report.baselines["vector"]["overall"],
-        "bm25 (README reference)": BM25_REFERENCE,
-    }
-    click.echo(metrics_table(rows))
-    click.echo("\nmemstack per category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop):")
-    per_category = report.memstack["per_category"]
-    click.echo(metrics_table({f"category {c}": m for c, m in per_category.items()}))
-    click.echo(
-        f"\ningest {report.ingest_per_s:.0f} memories/s (embedding included); "
-        f"recall p50 {report.recall_ms['p50']:.1f} ms, p95 {report.recall_ms['p95']:.1f} ms; "
-        f"query embedding alone p50 {report.embed_ms['p50']:.1f} ms "
-        f"(recall / embedding {report.recall_over_embed}x)"
-    )
-    if report.halves:
-        click.echo(f"\nweights tuned on {', '.join(TUNED_ON)}; checked on the rest:")
-        click.echo(metrics_table({name: h["overall"] for name, h in report.halves.items()}))
-    if report.ablations:
-        click.echo("\nablation (one mechanism off per row):")
-        table = {"all on": report.memstack["overall"]}
-        table |= {f"without {name}": a["overall"] for name, a in report.ablations.items()}
-        click.echo(metrics_table(table))
-    if stats.evidence_dropped:
-        click.echo(f"evidence ids naming no turn, dropped: {', '.join(stats.evidence_dropped)}")
-    if out:
-        write_json(out, {"benchmark": "locomo", **payload})
-        click.echo(f"wrote {out}")
-
-
-_embedder_option = click.option(
-    "--embedder",
-    "embedder_kind",
-    type=click.Choice(["local", "hash"]),
-    default="local",
-    show_default=True,
-    help="local = all-MiniLM-L6-v2 (the default); hash = the deterministic test embedder.",
-)
+    return report
 
 
 @bench.command("recall")
-@click.option(
-    "--stores",
-    default="sqlite,memory",
-    show_default=True,
-    help="Comma-separated backends: sqlite, memory, postgres (postgres needs --postgres-url).",
-)
+@_stores_option("sqlite,memory")
 @click.option(
     "--sizes",
     default="1000,10000,100000",
@@ -188,7 +187,7 @@ _embedder_option = click.option(
     show_default=True,
     help="All rows in one collection, or one collection per 100 rows.",
 )
-@click.option("--postgres-url", envvar="MEMSTACK_POSTGRES_URL", help="[env MEMSTACK_POSTGRES_URL]")
+@_postgres_option
 @click.option("--queries", "n_queries", type=click.IntRange(min=2), default=200, show_default=True)
 @click.option(
     "--writes",
@@ -219,14 +218,12 @@ def recall(
 ) -> None:
     """Recall p50/p95 against the number of stored memories, beside the floor (the query's
     embedding plus an exact numpy scan), after writes, ANN recall@10, ingest and RSS."""
-    from memstack.bench.plot import MISSING_MATPLOTLIB, plot_recall, plots_available
-    from memstack.bench.proc import release_memory, rss_mb
+    from memstack.bench.plot import MISSING_MATPLOTLIB, plots_available
+    from memstack.bench.proc import rss_mb
     from memstack.bench.recall_report import recall_payload, recall_table
     from memstack.bench.report import write_json
-    from memstack.bench.scale import RecallBench, run_recall
-    from memstack.bench.setup import open_bench_embedder, open_bench_store
-    from memstack.bench.synth import embed_phrases, synth_fidelity, synth_queries, synth_sentences
-    from memstack.clock import SystemClock
+    from memstack.bench.setup import open_bench_embedder
+    from memstack.bench.synth import embed_phrases, synth_fidelity
 
     steps = _ints(sizes, "--sizes")
     backends = _stores(stores, postgres_url)
@@ -237,7 +234,39 @@ def recall(
     embedder = open_bench_embedder(embedder_kind)
     phrases = embed_phrases(embedder)
     model_mb = rss_mb() - before_model
-    bench_setup = RecallBench(
+    setup = _recall_setup(embedder, phrases, steps, shape, n_queries, writes, seed)
+    runs = [_recall_run(setup, backend, postgres_url) for backend in backends]
+    click.echo(
+        f"recall of 10, {n_queries} queries, {writes} after writes; embedder {embedder.model_id}"
+    )
+    click.echo(recall_table(runs))
+    fidelity = synth_fidelity(embedder, phrases, seed=seed)
+    payload = recall_payload(
+        setup,
+        runs,
+        model_rss_mb=model_mb,
+        rss_before_model_mb=before_model,
+        synth_fidelity=fidelity,
+    )
+    write_json(out, {"benchmark": "recall", **payload})
+    _plot_recall(runs, out, plotting)
+
+
+def _recall_setup(
+    embedder: Embedder,
+    phrases: Phrases,
+    steps: list[int],
+    shape: Literal["one-namespace", "many-namespaces"],
+    n_queries: int,
+    writes: int,
+    seed: int,
+) -> RecallBench:
+    """What every store is measured with, from the command's options."""
+    from memstack.bench.scale import RecallBench
+    from memstack.bench.synth import synth_queries, synth_sentences
+    from memstack.clock import SystemClock
+
+    return RecallBench(
         embedder=embedder,
         phrases=phrases,
         sizes=tuple(sorted(set(steps))),
@@ -247,38 +276,40 @@ def recall(
         clock=SystemClock(),
         seed=seed,
     )
-    work = max(steps) + len(bench_setup.sizes) * (2 * n_queries + writes)
-    runs = []
-    for backend in backends:
-        release_memory()
-        with (
-            open_bench_store(backend, postgres_url=postgres_url) as store,
-            progress_bar(work, f"{backend} {shape}") as bar,
-        ):
-            run = run_recall(
-                bench_setup,
-                store=store,
-                store_name=backend,
-                cleanup=backend == "postgres",
-                progress=bar.update,
-            )
-            runs.append(asyncio.run(run))
-    click.echo(
-        f"recall of 10, {n_queries} queries, {writes} after writes; embedder {embedder.model_id}"
-    )
-    click.echo(recall_table(runs))
-    payload = recall_payload(
-        bench_setup,
-        runs,
-        model_rss_mb=model_mb,
-        rss_before_model_mb=before_model,
-        synth_fidelity=synth_fidelity(embedder, phrases, seed=seed),
-    )
-    write_json(out, {"benchmark": "recall", **payload})
-    png = out.with_suffix(".png")
+
+
+def _recall_run(setup: RecallBench, backend: str, postgres_url: str | None) -> RecallRun:
+    """One store's run, its memory released first so one run's leftovers weigh on no
+    other's RSS."""
+    from memstack.bench.proc import release_memory
+    from memstack.bench.scale import run_recall
+    from memstack.bench.setup import open_bench_store
+
+    sizes = setup.sizes
+    work = max(sizes) + len(sizes) * (2 * len(setup.queries) + len(setup.writes))
+    release_memory()
+    with (
+        open_bench_store(backend, postgres_url=postgres_url) as store,
+        progress_bar(work, f"{backend} {setup.shape}") as bar,
+    ):
+        run = run_recall(
+            setup,
+            store=store,
+            store_name=backend,
+            cleanup=backend == "postgres",
+            progress=bar.update,
+        )
+        return asyncio.run(run)
+
+
+def _plot_recall(runs: list[RecallRun], out: Path, plotting: bool) -> None:
+    """The PNG beside the JSON, or a word on why there is none."""
+    from memstack.bench.plot import MISSING_MATPLOTLIB, plot_recall
+
     if not plotting:
         click.echo(f"wrote {out} ({MISSING_MATPLOTLIB})")
         return
+    png = out.with_suffix(".png")
     plot_recall(runs, png)
     click.echo(f"wrote {out} and {png}")
 
@@ -308,17 +339,6 @@ def _ints(text: str, option: str) -> list[int]:
     return values
 
 
-_INGEST_FIELDS = (
-    "texts",
-    "n",
-    "mean_chars",
-    "remember_per_s",
-    "remember_many_per_s",
-    "embed_per_s",
-    "upsert_per_s",
-)
-
-
 @bench.command("ingest")
 @click.option(
     "--texts",
@@ -332,16 +352,9 @@ _INGEST_FIELDS = (
 @click.option("--n", "n", type=click.IntRange(min=1), default=1000, show_default=True)
 @click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True)
 @_embedder_option
-@click.option(
-    "--stores",
-    default="sqlite",
-    show_default=True,
-    help="Comma-separated backends: sqlite, memory, postgres (postgres needs --postgres-url).",
-)
-@click.option("--postgres-url", envvar="MEMSTACK_POSTGRES_URL", help="[env MEMSTACK_POSTGRES_URL]")
-@click.option(
-    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
-)
+@_stores_option("sqlite")
+@_postgres_option
+@_out_option
 def ingest(
     text_sets: Literal["locomo", "short", "both"],
     data: Path,
@@ -356,12 +369,30 @@ def ingest(
     embedder alone, and upsert of 10,000 records with vectors given, per store (a
     temporary SQLite file by default; the runs' collections are deleted from PostgreSQL
     after)."""
-    from memstack.bench.ingest import UPSERT_ROWS, IngestResult, run_ingest
+    from memstack.bench.ingest_report import ingest_payload, ingest_text
+    from memstack.bench.report import write_json
+    from memstack.bench.setup import open_bench_embedder
+
+    sets, turns = _ingest_texts(text_sets, data, n)
+    backends = _stores(stores, postgres_url)
+    embedder = open_bench_embedder(embedder_kind)
+    embedder.embed_batch(["warm up"])
+    results = {
+        backend: _ingest_runs(backend, postgres_url, sets, turns, embedder, batch)
+        for backend in backends
+    }
+    click.echo(ingest_text(results, embedder=embedder.model_id, batch=batch))
+    if out:
+        write_json(out, ingest_payload(results, embedder=embedder.model_id, batch=batch))
+        click.echo(f"wrote {out}")
+
+
+def _ingest_texts(
+    text_sets: Literal["locomo", "short", "both"], data: Path, n: int
+) -> tuple[dict[str, list[str]], dict[str, list[Turn]]]:
+    """The sets of texts by name, and for LoCoMo the same texts as the turns they were."""
     from memstack.bench.locomo_data import load_locomo
-    from memstack.bench.report import format_table, write_json
-    from memstack.bench.setup import open_bench_embedder, open_bench_store
     from memstack.bench.synth import synth_sentences
-    from memstack.clock import SystemClock
     from memstack.errors import MemstackError
     from memstack.longterm.turns import Turn
 
@@ -380,52 +411,39 @@ def ingest(
         ]
     if text_sets in ("short", "both"):
         sets["short"] = synth_sentences(n)
-    backends = _stores(stores, postgres_url)
-    embedder = open_bench_embedder(embedder_kind)
-    embedder.embed_batch(["warm up"])
-    results: dict[str, list[IngestResult]] = {}
-    for backend in backends:
-        results[backend] = []
-        with open_bench_store(backend, postgres_url=postgres_url) as store:
-            for name, texts in sets.items():
-                with progress_bar(5 * len(texts) + UPSERT_ROWS, f"{backend} {name}") as bar:
-                    run = run_ingest(
-                        name,
-                        texts,
-                        store=store,
-                        embedder=embedder,
-                        clock=SystemClock(),
-                        batch=batch,
-                        progress=bar.update,
-                        turns=turns.get(name),
-                        cleanup=backend == "postgres",
-                    )
-                    results[backend].append(asyncio.run(run))
-    click.echo(f"ingest, embedder {embedder.model_id}, batches of {batch} (memories/s)")
-    headers = (
-        "store",
-        *("texts", "n", "chars", "remember", "remember_many", "embed", "upsert", "many/embed"),
-    )
-    rows = [
-        [backend, *(getattr(r, f) for f in _INGEST_FIELDS), r.many_to_embed]
-        for backend, runs in results.items()
-        for r in runs
-    ]
-    click.echo(format_table(headers, rows))
-    for backend, runs in results.items():
-        for r in runs:
-            click.echo(
-                f"{backend} {r.texts}: remember_many runs at {r.many_to_embed:.0%} of the "
-                f"embedder alone; remember_turns {r.remember_turns_per_s:,.0f}/s, embedder "
-                f"alone on the same turns {r.turns_embed_per_s:,.0f}/s ({r.turns_to_embed:.0%})"
-            )
-    if out:
-        payload: dict[str, object] = {"benchmark": "ingest", "embedder": embedder.model_id}
-        payload["batch"] = batch
-        payload["runs"] = [r.to_json() for r in results[backends[0]]]
-        payload["stores"] = {b: [r.to_json() for r in runs] for b, runs in results.items()}
-        write_json(out, payload)
-        click.echo(f"wrote {out}")
+    return sets, turns
+
+
+def _ingest_runs(
+    backend: str,
+    postgres_url: str | None,
+    sets: dict[str, list[str]],
+    turns: dict[str, list[Turn]],
+    embedder: Embedder,
+    batch: int,
+) -> list[IngestResult]:
+    """Every set of texts on one store (the runs' collections deleted from PostgreSQL)."""
+    from memstack.bench.ingest import UPSERT_ROWS, run_ingest
+    from memstack.bench.setup import open_bench_store
+    from memstack.clock import SystemClock
+
+    results = []
+    with open_bench_store(backend, postgres_url=postgres_url) as store:
+        for name, texts in sets.items():
+            with progress_bar(5 * len(texts) + UPSERT_ROWS, f"{backend} {name}") as bar:
+                run = run_ingest(
+                    name,
+                    texts,
+                    store=store,
+                    embedder=embedder,
+                    clock=SystemClock(),
+                    batch=batch,
+                    progress=bar.update,
+                    turns=turns.get(name),
+                    cleanup=backend == "postgres",
+                )
+                results.append(asyncio.run(run))
+    return results
 
 
 @bench.command("server")
@@ -482,9 +500,7 @@ def ingest(
 @click.option(
     "--label", default="", help="What is being measured, e.g. 'sqlite' (kept in the JSON)."
 )
-@click.option(
-    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
-)
+@_out_option
 def server(
     spawn: bool,
     url: str | None,
@@ -510,50 +526,94 @@ def server(
     several worker counts (--workers 1,2) are compared: requests/s and CPU per request
     as ratios to the first. With --url it drives that server, as agents named after a
     random run id, and deletes every memory it stored when done."""
-    import httpx
+    from memstack.bench.serverbench import LoadOptions
 
-    from memstack.bench.report import write_json
-    from memstack.bench.serverbench import LoadOptions, server_table
-    from memstack.errors import MemstackError
-
-    if spawn and url:
-        raise click.UsageError("give --spawn or --url, not both")
-    if url and not api_key:
-        raise click.UsageError("--url needs --api-key KEY (or MEMSTACK_API_KEY)")
-    if url and durable:
-        raise click.UsageError("--durable goes with a spawned server; start yours with it")
-    if not url and server_pid is not None:
-        raise click.UsageError("--server-pid goes with --url; a spawned server is measured anyway")
+    _refuse_server_flags(spawn=spawn, url=url, api_key=api_key, durable=durable, pid=server_pid)
     shapes = _shapes(url, durable, postgres_url, redis_url, workers_text)
-    ctx = click.get_current_context()
-    if not url and ctx.get_parameter_source("api_key") == click.core.ParameterSource.COMMANDLINE:
+    if not url and _given("api_key"):
         click.echo("note: --api-key is used with --url only; spawning a throwaway server", err=True)
     options = LoadOptions(
         clients=clients, duration=duration, max_requests=max_requests, mix=_mix(mix)
     )
+    runs = [
+        _server_run(options, embedder_kind, url, api_key, server_pid, durable, shape)
+        for shape in shapes
+    ]
+    if len(runs) == 1:
+        _echo_server_run(runs[0], label, out)
+    else:
+        _echo_comparison(runs, label, out)
+
+
+def _server_run(
+    options: LoadOptions,
+    embedder_kind: str,
+    url: str | None,
+    api_key: str | None,
+    server_pid: int | None,
+    durable: bool,
+    shape: ServerShape | None,
+) -> dict[str, object]:
+    """One run of the load, its failures told as the command's errors."""
+    import httpx
+
+    from memstack.bench.server_run import run_server_bench
+    from memstack.errors import MemstackError
+
     try:
-        runs = [
-            _server_bench(options, url, api_key, server_pid, embedder_kind, durable, shape)
-            for shape in shapes
-        ]
+        return run_server_bench(
+            options,
+            embedder_kind=embedder_kind,
+            url=url,
+            api_key=api_key,
+            server_pid=server_pid,
+            durable=durable,
+            shape=shape,
+        )
     except MemstackError as exc:
         raise click.ClickException(str(exc)) from exc
     except httpx.HTTPError as exc:
         raise click.ClickException(f"the server at {url} failed: {exc!r}") from exc
-    if len(runs) == 1:
-        summary = runs[0]
-        click.echo(server_table(summary, label or str(summary["url"])))
-        if out:
-            write_json(out, {"benchmark": "server", "label": label, **summary})
-            click.echo(f"wrote {out}")
-        return
-    _echo_comparison(runs, label, out)
+
+
+def _refuse_server_flags(
+    *, spawn: bool, url: str | None, api_key: str | None, durable: bool, pid: int | None
+) -> None:
+    """The flag combinations that make no sense, each refused with what to do instead."""
+    refused = (
+        (spawn and url, "give --spawn or --url, not both"),
+        (url and not api_key, "--url needs --api-key KEY (or MEMSTACK_API_KEY)"),
+        (url and durable, "--durable goes with a spawned server; start yours with it"),
+        (
+            not url and pid is not None,
+            "--server-pid goes with --url; a spawned server is measured anyway",
+        ),
+    )
+    for wrong, message in refused:
+        if wrong:
+            raise click.UsageError(message)
+
+
+def _given(name: str) -> bool:
+    """Whether the option of parameter ``name`` was given on the command line."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source == click.core.ParameterSource.COMMANDLINE
+
+
+def _echo_server_run(summary: dict[str, object], label: str, out: Path | None) -> None:
+    from memstack.bench.report import write_json
+    from memstack.bench.server_report import server_table
+
+    click.echo(server_table(summary, label or str(summary["url"])))
+    if out:
+        write_json(out, {"benchmark": "server", "label": label, **summary})
+        click.echo(f"wrote {out}")
 
 
 def _echo_comparison(runs: list[dict[str, object]], label: str, out: Path | None) -> None:
     """Each run's table, then the comparison; the JSON holds both."""
     from memstack.bench.report import write_json
-    from memstack.bench.serverbench import compare_runs, comparison_table, server_table
+    from memstack.bench.server_report import compare_runs, comparison_table, server_table
 
     for run in runs:
         click.echo(server_table(run, f"{label or run['store']}, {run['workers']} workers") + "\n")
@@ -569,6 +629,14 @@ def _echo_comparison(runs: list[dict[str, object]], label: str, out: Path | None
         click.echo(f"wrote {out}")
 
 
+_SHAPE_FLAGS = {
+    "postgres_url": "--postgres-url",
+    "redis_url": "--redis-url",
+    "workers_text": "--workers",
+}
+"""The options that shape a spawned server, by parameter name."""
+
+
 def _shapes(
     url: str | None,
     durable: bool,
@@ -579,30 +647,13 @@ def _shapes(
     """One spawned server's shape per worker count; ``[None]`` with --url."""
     from memstack.bench.spawn import ServerShape
 
-    ctx = click.get_current_context()
-    flags = {"postgres_url": "--postgres-url", "redis_url": "--redis-url"}
-    flags["workers_text"] = "--workers"
-    given = [
-        flag
-        for name, flag in flags.items()
-        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-    ]
+    given = [flag for name, flag in _SHAPE_FLAGS.items() if _given(name)]
     if url:
         if given:
             names = ", ".join(given)
             raise click.UsageError(f"{names} shape a spawned server; drop them with --url")
         return [None]
-    try:
-        counts = [int(part) for part in workers_text.split(",") if part.strip()]
-    except ValueError as exc:
-        raise click.BadParameter(
-            f"{workers_text!r} is not a number or a comma list of numbers, e.g. 1,2",
-            param_hint="--workers",
-        ) from exc
-    if not counts or not all(1 <= n <= 256 for n in counts):
-        raise click.BadParameter(
-            "give worker counts from 1 to 256, e.g. 1,2", param_hint="--workers"
-        )
+    counts = _worker_counts(workers_text)
     if max(counts) > 1 and not redis_url:
         raise click.UsageError(
             f"--workers {max(counts)} needs --redis-url URL: a server of several worker "
@@ -620,60 +671,19 @@ def _shapes(
     ]
 
 
-def _server_bench(
-    options: LoadOptions,
-    url: str | None,
-    api_key: str | None,
-    server_pid: int | None,
-    embedder_kind: str,
-    durable: bool = False,
-    shape: ServerShape | None = None,
-) -> dict[str, object]:
-    from memstack.bench.inprocess import replay_in_process
-    from memstack.bench.load import delete_memories
-    from memstack.bench.serverbench import measure_load, server_summary
-    from memstack.bench.spawn import spawned_server
-    from memstack.embeddings import EmbeddingSettings
-
-    run_id = uuid.uuid4().hex[:8]
-    extra: dict[str, object] = {"mode": "url" if url else "spawn", "embedder": embedder_kind}
-    extra["durable"] = durable
-    spawned = None
-    with contextlib.ExitStack() as stack:
-        if url is None or api_key is None:
-            server_args = ["--durable"] if durable else []
-            spawned = stack.enter_context(
-                spawned_server(embedder_kind, shape=shape, server_args=server_args)
-            )
-            url, api_key, server_pid = spawned.url, spawned.api_key, spawned.pid
-            extra["spawned"] = {"tenant": spawned.tenant, "db": str(spawned.db), "pid": spawned.pid}
-            extra |= {"store": spawned.store, "workers": spawned.workers}
-            extra["short_term"] = "redis" if shape and shape.redis_url else "in-process"
-        workers = spawned.workers if spawned else 1
-        with progress_bar(
-            int(options.duration), "load" if workers == 1 else f"load, {workers} workers"
-        ) as bar:
-            measured = measure_load(
-                options,
-                url=url,
-                api_key=api_key,
-                pid=server_pid,
-                agent_prefix=f"bench-{run_id}",
-                tick=bar.update,
-                warm_connections=2 * workers,
-            )
-            report, cpu = asyncio.run(measured)
-        if spawned is None:
-            cleanup = delete_memories(url=url, api_key=api_key, ids=report.stored_ids)
-            extra["cleanup"] = {"created": len(report.stored_ids), **asyncio.run(cleanup)}
-    if spawned is not None and spawned.erased:
-        extra["erased"] = {"stored": len(report.stored_ids), **spawned.erased}
-    embedding = EmbeddingSettings(provider=embedder_kind)
-    with progress_bar(len(report.calls), "floor") as bar:
-        replay = replay_in_process(report.calls, embedding=embedding, progress=bar.update)
-        floor = asyncio.run(replay)
-    summary = server_summary(report, options=options, cpu=cpu, floor=floor)
-    return {"url": url, **extra, **summary}
+def _worker_counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise click.BadParameter(
+            f"{text!r} is not a number or a comma list of numbers, e.g. 1,2",
+            param_hint="--workers",
+        ) from exc
+    if not counts or not all(1 <= n <= 256 for n in counts):
+        raise click.BadParameter(
+            "give worker counts from 1 to 256, e.g. 1,2", param_hint="--workers"
+        )
+    return counts
 
 
 def _mix(text: str) -> Mix:
@@ -708,9 +718,7 @@ def _mix(text: str) -> Mix:
     help="Comma-separated: plain (no supersedes), explicit (remember with supersedes), "
     "reconcile (remember_conversation with a scripted model making the right decisions).",
 )
-@click.option(
-    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
-)
+@_out_option
 def updates(
     embedder_kind: Literal["local", "hash"],
     n_conversations: int,
@@ -720,18 +728,13 @@ def updates(
 ) -> None:
     """Changed facts: is the top recalled memory the current value, and with as_of the
     value valid then? On generated conversations whose facts change, per mode."""
-    from memstack.bench.report import format_table, write_json
+    from memstack.bench.report import write_json
     from memstack.bench.setup import open_bench_embedder, open_bench_store
-    from memstack.bench.updates import MODES, run_updates
+    from memstack.bench.updates import run_updates
     from memstack.bench.updates_data import conversations
+    from memstack.bench.updates_report import updates_text
 
-    chosen = list(dict.fromkeys(m.strip() for m in modes.split(",") if m.strip()))
-    unknown = sorted(set(chosen) - set(MODES))
-    if unknown or not chosen:
-        raise click.BadParameter(
-            f"unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(MODES)}",
-            param_hint="--modes",
-        )
+    chosen = _modes(modes)
     data = conversations(seed=seed, n=n_conversations)
     questions = [q for c in data for q in c.questions]
     embedder = open_bench_embedder(embedder_kind)
@@ -739,39 +742,28 @@ def updates(
         open_bench_store("sqlite") as store,
         progress_bar(len(questions) * len(chosen), "updates") as bar,
     ):
-        report = asyncio.run(
-            run_updates(
-                data,
-                store=store,
-                embedder=embedder,
-                modes=chosen,
-                seed=seed,
-                progress=bar.update,
-            )
+        run = run_updates(
+            data, store=store, embedder=embedder, modes=chosen, seed=seed, progress=bar.update
         )
-    payload = report.to_json()
-    current = sum(q.kind == "current" for q in questions)
-    click.echo(
-        f"fact updates: {len(questions)} questions ({current} current, "
-        f"{len(questions) - current} past, as_of) from {len(data)} conversations, seed {seed}; "
-        f"SQLite, embedder {embedder.model_id}; top-1 is the gold statement"
-    )
-    headers = ("mode", "current", "past", "overall", "hit@3", "recall p50 ms", "updates")
-    rows = []
-    for name, score in report.modes.items():
-        m = score.to_json()
-        row = [name, m["current"], m["past"], m["overall"], m["hit3"], m["recall_ms_p50"]]
-        rows.append([*row, f"{score.updates}/{score.changes}"])
-    click.echo(format_table(headers, rows))
-    unstored = {name: s.unstored for name, s in report.modes.items() if s.unstored}
-    if unstored:
-        click.echo(
-            "statements not stored as memories of their own (deduplicated or refused): "
-            + ", ".join(f"{name} {n}" for name, n in unstored.items())
-        )
+        report = asyncio.run(run)
+    click.echo(updates_text(report, questions))
     if out:
-        write_json(out, {"benchmark": "updates", **payload})
+        write_json(out, {"benchmark": "updates", **report.to_json()})
         click.echo(f"wrote {out}")
+
+
+def _modes(text: str) -> list[str]:
+    """The modes ``--modes`` names, each once, in the order given."""
+    from memstack.bench.updates import MODES
+
+    chosen = list(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
+    unknown = sorted(set(chosen) - set(MODES))
+    if unknown or not chosen:
+        raise click.BadParameter(
+            f"unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(MODES)}",
+            param_hint="--modes",
+        )
+    return chosen
 
 
 @bench.command("report")
@@ -810,9 +802,7 @@ def report_command(results: Path, out: Path) -> None:
     help="Document sizes in MiB, comma-separated (at most 10: the route's limit).",
 )
 @_embedder_option
-@click.option(
-    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
-)
+@_out_option
 def knowledge_command(
     megabytes: str, embedder_kind: Literal["local", "hash"], out: Path | None
 ) -> None:
@@ -845,4 +835,54 @@ def knowledge_command(
     click.echo(knowledge_table(runs))
     if out:
         write_json(out, {"benchmark": "knowledge", "embedder": embedder_kind, "runs": runs})
+        click.echo(f"wrote {out}")
+
+
+@bench.command("ablation")
+@click.argument(
+    "runs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, dir_okay=False)
+)
+@click.option(
+    "--compare",
+    "comparisons",
+    multiple=True,
+    required=True,
+    help="NAME=BENCH:WITH/WITHOUT[:FIGURE], e.g. 'hot routes=server:base/nohot' "
+    "(repeat for each mechanism).",
+)
+@click.option(
+    "--decision",
+    "decisions",
+    multiple=True,
+    help="NAME=TEXT: what was decided for a mechanism and why (kept in the JSON).",
+)
+@_out_option
+def ablation_command(
+    runs: tuple[Path, ...],
+    comparisons: tuple[str, ...],
+    decisions: tuple[str, ...],
+    out: Path | None,
+) -> None:
+    """What each mechanism buys: medians of alternating runs with and without it.
+
+    RUNS are the JSON files ``bench server`` or ``bench recall`` wrote, named
+    <bench>-<variant>-<round>.json; a mechanism is kept at a gain of at least 1.10 on
+    the figure it was built for."""
+    from memstack.bench.ablation import ablation_payload, kept, parse_comparison
+    from memstack.bench.report import format_table, write_json
+    from memstack.errors import InvalidInput
+
+    try:
+        decided = dict(d.partition("=")[::2] for d in decisions)
+        payload = ablation_payload(list(runs), [parse_comparison(c) for c in comparisons], decided)
+    except InvalidInput as exc:
+        raise click.UsageError(str(exc)) from exc
+    headers = ("mechanism", "figure", "with", "without", "gain", "kept")
+    rows = [
+        [r["mechanism"], r["figure"], r["median_with"], r["median_without"], r["gain"], kept(r)]
+        for r in payload["rows"]
+    ]
+    click.echo(format_table(headers, rows))
+    if out:
+        write_json(out, payload)
         click.echo(f"wrote {out}")

@@ -10,7 +10,7 @@ most ``batch_size`` texts of similar length (``_batches``), so each batch pads l
 Loaded models are shared: the module keeps one explicit cache (``_MODELS``) of ONNX
 sessions, keyed by model path and thread count, and of tokenizers, keyed by truncation
 length. It is filled on first use under a lock, so every LocalEmbedder of a process
-reuses one session (about 90 MB of float weights) instead of loading its own. It holds
+reuses one session (tens of megabytes of weights) instead of loading its own. It holds
 loaded files only, never settings: each LocalEmbedder still takes its own arguments.
 """
 
@@ -31,7 +31,6 @@ from numpy.typing import NDArray
 
 from memstack._counts import check_whole
 from memstack.embeddings.base import Vectors, check_texts, l2_normalize
-from memstack.embeddings.signal import computing
 from memstack.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -81,7 +80,7 @@ class _ModelCache:
 
 
 # The one module-level object of memstack.embeddings: a cache of loaded models, not a
-# setting. Every LocalEmbedder of the process shares its sessions (about 90 MB each).
+# setting. Every LocalEmbedder of the process shares its sessions (each holds the weights).
 _MODELS: Final = _ModelCache()
 
 
@@ -139,8 +138,8 @@ class LocalEmbedder:
             return out
         # Text by text, on this thread: ``encode_batch`` hands the texts to the tokenizer's
         # own thread pool and waits, and in a server those threads wait for a core the
-        # request threads are busy on (5.7% of the model lane's time in a bench run went
-        # to that wait; a short text costs about 30 us to tokenize here).
+        # request threads are busy on, a wait far longer than tokenizing a short text here
+        # costs.
         tokenizer = self._tokenizer()
         encodings = [tokenizer.encode(text) for text in items]
         order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
@@ -166,8 +165,8 @@ class LocalEmbedder:
 
 _PAD_RATIO: Final = 1.3
 """A batch ends where a text is this much longer than the batch's first (shortest) one:
-padding costs attention over every padded token, and 64 LoCoMo turns of 29 to 107 tokens
-in one batch embedded at 25 texts/s against 66 one at a time (2 cores)."""
+padding costs attention over every padded token, so one batch of turns of very different
+lengths embedded slower than the same turns one at a time."""
 
 
 def _batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]:
@@ -193,7 +192,6 @@ def _run(session: _Session, encodings: list[Encoding]) -> Vectors:
         mask[row, : len(encoding.ids)] = 1
     feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
     feeds = {name: array for name, array in feeds.items() if name in session.input_names}
-    computing()  # the run below releases the GIL
     hidden = np.asarray(session.run([session.output_name], feeds)[0], dtype=np.float32)
     weights = mask[:, :, None].astype(np.float32)
     pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
@@ -228,8 +226,8 @@ def _session_options(ort: Any, threads: int) -> Any:
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     options.log_severity_level = 3  # onnxruntime's own warnings go nowhere useful
-    # No CPU arena: it kept a large batch's working memory for good (a 200 kB knowledge
-    # document grew a server by 1.7 GB); without it, as fast on this machine (measured).
+    # No CPU arena: it kept a large batch's working memory for good (one knowledge
+    # document grew a server by many times its own size); without it, just as fast.
     options.enable_cpu_mem_arena = False
     return options
 

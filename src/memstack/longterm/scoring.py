@@ -15,7 +15,6 @@ import numpy as np
 import numpy.typing as npt
 import re2
 
-from memstack._filled import filled
 from memstack.storage._text import tokenize
 from memstack.storage.hybrid import KEYWORD_WEIGHT
 
@@ -52,11 +51,11 @@ class ContextWeights:
 
     Chosen as mechanisms first, weights second, on the LoCoMo development split: tuned on
     conv-26/30/41, checked on conv-42/43/44. Each term is small next to relevance (0..1)
-    so it reorders near-ties rather than overruling what matched. ``memstack bench locomo
-    --ablate session,speaker,time`` (README "Measured"): R@10 0.785 with all three, 0.779
-    without ``session`` (0.3 of the best relevance in the same session), 0.779 without
-    ``speaker`` (0.05) and 0.778 without ``time`` (0.1). ``ContextWeights.off()`` gives the
-    plain hybrid score.
+    so it reorders near-ties rather than overruling what matched: ``session`` adds up to
+    0.3 of the best relevance in the same session, ``speaker`` 0.05, ``time`` 0.1. Each
+    earns its place: taking any one out lowers R@10, as ``memstack bench locomo --ablate
+    session,speaker,time`` shows (its results go to docs/benchmarks.md).
+    ``ContextWeights.off()`` gives the plain hybrid score.
     """
 
     session: float = 0.3
@@ -79,7 +78,7 @@ class ContextTerms:
 
 class ContextCandidate(NamedTuple):
     """What the context terms read of a recall candidate (a named tuple: a recall makes
-    one per candidate, about 90, and a frozen dataclass cost 3 us each)."""
+    one per candidate, and a frozen dataclass costs several times as much to make)."""
 
     relevance: float
     text: str
@@ -88,8 +87,8 @@ class ContextCandidate(NamedTuple):
 
 
 def _re2(pattern: str | bytes) -> Any:
-    """A case-insensitive RE2 pattern: linear-time by construction, and about 9x faster
-    than ``re`` with IGNORECASE on this alternation of words (3 vs 27 us per memory)."""
+    """A case-insensitive RE2 pattern: linear-time by construction, and much faster
+    than ``re`` with IGNORECASE on this alternation of words."""
     options = re2.Options()
     options.case_sensitive = False
     return re2.compile(pattern, options=options)
@@ -122,11 +121,11 @@ def states_time(text: str) -> bool:
 
 
 def which_state_time(texts: Sequence[str]) -> list[bool]:
-    """``states_time`` of each text. A recall asks it of its ~86 candidates, mostly the
+    """``states_time`` of each text. A recall asks it of all its candidates, mostly the
     same turns query after query, so each text's answer is kept (``_STATED``, bounded);
     the texts not known yet are found in one scan of them all (a separator no pattern
     spans between them), of UTF-8 bytes: on ``str`` the RE2 binding turns every match's
-    byte offset back into characters (180 us for 86 texts, 80 us as bytes, 10 us known)."""
+    byte offset back into characters, which scanning bytes skips."""
     known = [_STATED.get(t) for t in texts]
     if None not in known:
         return [bool(k) for k in known]
@@ -327,18 +326,15 @@ def hybrid_score(
     terms = context or ContextTerms()
     lift = terms.session + terms.speaker + terms.time
     score = final_score(relevance=relevance, lift=lift, recency=recency, importance=importance)
-    return filled(  # a recall makes one per memory it returns
-        ScoreBreakdown,
-        {
-            "similarity": similarity,
-            "keyword": keyword or 0.0,
-            "relevance": relevance,
-            "recency": recency,
-            "importance": importance,
-            "score": score,
-            "session": terms.session,
-            "speaker": terms.speaker,
-            "time": terms.time,
-            "provenance": provenance,
-        },
+    return ScoreBreakdown(
+        similarity=similarity,
+        keyword=keyword or 0.0,
+        relevance=relevance,
+        recency=recency,
+        importance=importance,
+        score=score,
+        session=terms.session,
+        speaker=terms.speaker,
+        time=terms.time,
+        provenance=provenance,
     )

@@ -1,44 +1,22 @@
 """An in-process HNSW index (usearch) over a namespace's unit vectors, for large namespaces.
 
 Below ``ANN_MIN_ROWS`` rows a backend scans exactly (``_vectors``): exact, nothing to build,
-a few milliseconds at most. From there on it searches an ``AnnIndex``: about 2 ms for the
-k = 50 candidate pool of a hybrid recall at 100k rows, recall@10 >= 0.98 against the scan.
+and cheap at that size. From there on it searches an ``AnnIndex``, whose search cost grows
+far slower than the scan's, tuned for a recall@10 of at least 0.98 against the scan (what
+``memstack bench recall`` reaches is in docs/benchmarks.md).
 
-Measured by a throwaway script on 2 shared cores (AMD EPYC, AVX-512; usearch 2.26.6,
-hnswlib 0.8.0, faiss-cpu 1.15.1). Rows: 384-d, each a normalized random mix of 3-4 real
-all-MiniLM-L6-v2 embeddings of 2,000 LoCoMo conversation turns plus gaussian noise (sigma
-0.01); queries: 300 real embeddings of LoCoMo questions, k = 50, one query at a time, the
-methods interleaved query by query; recall against the exact float32 scan. At 100k rows
-(the vectors take 146 MiB; "RSS" is what the index adds to the process)::
-
-    method                                 build s  add 1 ms  p50 / p95 ms  r@10   r@50   RSS MiB
-    exact numpy scan, 2 BLAS threads             -         -    7.5 /  8.6  1      1          0
-    exact numpy scan, 1 BLAS thread              -         -   13.3 / 14.2  1      1          0
-    usearch f32 in place (this), ef 200      34-48       0.9    1.4 /  1.8  0.985  0.967     31
-    usearch f32 in place (this), ef 256      34-48       0.9    1.8 /  2.3  0.992  0.978     31
-    hnswlib M 16, efc 200, ef 160               39       1.1    0.7 /  0.9  0.986  0.959    173
-    usearch int8, ef 200, re-rank 100 exactly   13       0.4    0.8 /  1.2  0.988  0.968     64
-    faiss HNSWFlat M 16, ef 160 (no remove)     62       0.8    0.6 /  0.7  0.987  0.957    162
-
-``AnnIndex`` as configured here against the 2-thread exact scan, by size::
-
-    rows   build s   exact p50 / p95 ms   AnnIndex p50 / p95 ms   r@10   r@50
-    10k       1.2        0.4 / 0.7              0.5 / 0.7           0.998  0.994
-    20k       4.4        1.5 / 2.2              1.1 / 1.4           0.996  0.987
-    50k      15          4.2 / 5.1              1.7 / 2.2           0.996  0.986
-    100k     34          7.7 / 9.8              1.8 / 2.3           0.992  0.978
-
-Hence ``ANN_MIN_ROWS = 50_000``: at 10k the scan is as fast; at 20k the index saves under
-a millisecond of a ~10 ms recall, not worth approximate results, a 4 s build and the
-graph's memory; at 50k it is 2.5x faster and at 100k 4x (with other jobs on the cores the
-scan's p50 at 100k went to 13-38 ms; the HNSW searches stayed at 1-2 ms).
+Why ``ANN_MIN_ROWS`` sits where it does: below it the exact scan is about as fast as the
+graph, or saves too little of a recall to pay for approximate results, a build that takes
+seconds and the graph's memory; above it the index is several times faster than the scan,
+and it stays fast when other jobs share the cores, where the scan's matrix product slows
+down with them.
 
 Why usearch: it alone can index vectors it does not own (``copy=False``), so the
-backend's float32 matrix stays the one copy and the index adds only its graph (31 MiB at
-100k, against 162-173 MiB for the float32 copy inside hnswlib or faiss HNSW). It removes
-keys (faiss HNSW cannot). It is about 1.7x slower than hnswlib at equal ef, which the
-millisecond budget absorbs. int8 storage with exact re-ranking (64 MiB) and faiss IVF
-(13 s build, but 1.7 / 4.8 ms at nprobe 192 for r@10 0.986, and a float32 copy) fit worse.
+backend's float32 matrix stays the one copy and the index adds only its graph (hnswlib
+and faiss HNSW keep a float32 copy of every row inside). It removes keys (faiss HNSW
+cannot). It is slower than hnswlib at equal ef, which a recall's budget absorbs. int8
+storage with exact re-ranking (a second copy of the rows) and faiss IVF (a float32 copy,
+and a slower tail at the same recall) fit worse.
 
 Ownership: the index reads rows in place. It keeps the arrays given to ``build`` and
 ``add`` (copying only rows that are not C-contiguous float32), so they must not be
@@ -85,18 +63,15 @@ ANN_MIN_ROWS = 50_000
 
 CONNECTIVITY = 24
 """HNSW M: graph edges per node (2M on the base layer). Built as the stores build it (one
-thread, in the background), 16 reached recall@10 0.972 on ``bench recall``'s corpus at
-100k rows; 32 reached 0.984 with a 41 s build, 1.7 ms p50 searches and a 57 MB graph
-(16: 25 MB). Measured with 200 real query embeddings, 2026-11-22. Again on 2026-11-23
-(ef_search 1024, one build thread, resident memory the graph adds): 32 reached 0.984
-with 38 MB, 24 reached 0.9835 with 31 MB, 16 reached 0.9725 with 25 MB; 24 keeps the
-target with 7 MB less."""
+thread, in the background) on ``bench recall``'s corpus, 16 fell short of the recall@10
+target of 0.98 and 32 met it with a slower build and a larger graph; 24 meets it too,
+with a smaller graph than 32."""
 EXPANSION_ADD = 128  # ef_construction
 EXPANSION_SEARCH = 1024
-"""ef_search. 256 reached recall@10 0.992 on mixtures of LoCoMo turns (module docstring),
-but only 0.939 on ``bench recall``'s denser synthetic corpus (its top 10 lie within 0.016
-cosine), where 512 gave 0.978 and 1024 gave 0.994 at 2.2 ms p50 against 13 ms for the
-exact scan (100k rows): 1024 keeps the target on both."""
+"""ef_search. Mixtures of real LoCoMo turns reach the recall@10 target at a far smaller
+ef, but ``bench recall``'s denser synthetic corpus (its top 10 lie very close together
+in cosine) needs this much. The search still costs well under the exact scan, and
+1024 keeps the target on both."""
 _GROWTH = 4  # over-fetch factor while ``allowed`` rejects too many of the nearest keys
 _UNIT_TOLERANCE = 1e-3
 
@@ -143,8 +118,8 @@ class AnnIndex:
         threads: int = 0,
         key_lookups: bool = True,
     ) -> None:
-        """``key_lookups=False`` leaves out usearch's table from keys to nodes, about 36
-        bytes a row (3.6 MB at 100k): every key added must then be new, and ``remove``
+        """``key_lookups=False`` leaves out usearch's table from keys to nodes, which
+        grows with every row: every key added must then be new, and ``remove``
         does nothing, so the caller masks the keys it no longer wants through ``allowed``
         (``VectorRows`` does, with slots that are never reused)."""
         for value, field in (

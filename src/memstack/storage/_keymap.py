@@ -2,8 +2,8 @@
 
 ``VectorRows`` and ``KeywordIndex`` each number their rows (slots) and must go from a
 slot to its key (a search's winners) and from a key to its slot (a write, a filter).
-A ``list`` one way and a ``dict`` the other cost about 74 bytes a key beside the key
-itself, 7.4 MB at 100k keys (the dict's table and one ``int`` object per slot); here the
+A ``list`` one way and a ``dict`` the other cost several times the bytes per key this
+does, beside the key itself (the dict's table and one ``int`` object per slot); here the
 way back is a sorted array of the keys' 64-bit hashes beside their slots, 12 bytes a key,
 plus a dict of the keys added since the last pack (at most an eighth of them).
 

@@ -1,9 +1,9 @@
 """KeywordIndex: one namespace's Okapi BM25 index, in process, kept in step with writes.
 
 Why not FTS5's ``bm25()``: it decodes every matching row's position list and ranks each
-in turn; with a query word that a third of a 100k namespace holds that took about 18 ms
-of a recall here, against under 2 ms for this index, which scores a word's whole posting
-list in one numpy expression. Document frequencies are the namespace's own.
+in turn, so a query word that a large share of a big namespace holds cost a recall many
+times what it costs this index, which scores a word's whole posting list in one numpy
+expression. Document frequencies are the namespace's own.
 
 Words are lower-cased runs of letters and digits, stemmed with the Snowball English
 stemmer (PyStemmer), so "married" finds "marriage". Rows are append-only: replacing or
@@ -26,7 +26,6 @@ import numpy as np
 import numpy.typing as npt
 
 from memstack.errors import ConfigError
-from memstack.storage._heap import release_heap
 from memstack.storage._keymap import KeyMap
 from memstack.storage._text import BM25_B, BM25_K1, tokenize
 from memstack.storage._vectors import top_k
@@ -44,21 +43,11 @@ _PACK_MIN: Final = 4_096
 rows as are packed already, so a bulk load packs each row about twice)."""
 _SEARCH_PACK: Final = 8
 """A search packs the rows written since the last pack once they are an eighth of those
-packed (and at least ``_PACK_MIN``): a row waiting in the write buffer takes about three
+packed (and at least ``_PACK_MIN``): a row waiting in the write buffer takes several
 times the memory of a packed one, and after a bulk load of writes up to half the rows
-could wait there. At 100k rows a pack takes about 0.1 s, once per 12k rows written."""
+could wait there. A pack of a large namespace takes a fraction of a second, so paying it
+once per an eighth of the rows written keeps its share of the searches small."""
 
-_TRIM_POSTINGS: Final = 8_192
-"""A search that scores at least this many postings hands the freed heap back to the OS
-afterwards (``release_heap``). Its temporaries take about 36 bytes a posting, 0.3-1 MB
-for the common words of a 100k namespace, and glibc keeps such freed blocks resident in
-the malloc arena of the thread that made them. A recall's keyword half runs on a helper
-thread, in an arena of its own, which held about 8 MB more after the recalls of `bench
-recall` at 100k: its RSS ratio went from 1.18 to 1.20-1.21 with the helper, and is
-1.17-1.18 with this (1.19 with 16,384). The trim costs about 0.8 ms of CPU, mostly
-re-faulting pages the next search touches, on the helper thread while the query is
-embedded. LoCoMo's conversations (2.5k turns) score at most about 2,600 postings a
-search, so they never trim."""
 
 _INSTALL = 'keyword search needs PyStemmer: pip install "PyStemmer>=2.2" (a memstack dependency)'
 
@@ -99,10 +88,10 @@ class KeywordIndex(Generic[K]):
     dead rows dropped by a compaction. A search scores both parts of each query term.
     Beside them, per row: its key, length, expiry and whether it is alive.
 
-    At 100k memories with a unique word each (``bench recall``'s corpus), the index
-    measured 37 MB with every term a dict entry and a posting object, and 15 MB packed
+    With many memories holding a unique word each (``bench recall``'s corpus), packing
+    takes well under half the memory of a dict entry and a posting object per term
     (``tracemalloc``, keys not counted), with the same results, scores bit for bit, and
-    searches as fast; a compaction that took 2.5-3 s takes 0.2 s. Terms are told apart
+    searches as fast, and a compaction is an order of magnitude faster. Terms are told apart
     by Python's 64-bit string hash (per process, never stored): two distinct terms
     colliding, odds about 1 in 10^8 among a million terms, would share one posting list.
     Document frequencies are counted at search time over the live rows of a term's
@@ -177,8 +166,7 @@ class KeywordIndex(Generic[K]):
 
     def pack(self) -> None:
         """Merge the rows written since the last pack into the segment and drop the dead
-        rows (renumbering the rest, in order), then hand the heap freed back to the OS
-        (``release_heap``: about a millisecond, against 0.1 s for a pack at 100k rows)."""
+        rows (renumbering the rest, in order)."""
         alive = np.frombuffer(self._alive, dtype=np.bool_)
         keep = None if len(self._ids) == len(self._ids.keys) else alive
         self._segment = self._segment.merged(self._buffered(), keep)
@@ -192,7 +180,6 @@ class KeywordIndex(Generic[K]):
             self._alive = bytearray(b"\x01" * len(self._ids))
         self._packed_rows = len(self._ids.keys)
         self._vocab, self._postings = {}, []
-        release_heap()  # the buffer's objects and the old segment's arrays
 
     def _buffered(self) -> _Segment:
         """The write buffer as a segment of its own (terms not yet sorted)."""
@@ -233,9 +220,7 @@ class KeywordIndex(Generic[K]):
         keys = self._ids.keys
         alive = np.frombuffer(self._alive, dtype=np.bool_)
         clean = n == len(keys)
-        scores, postings = self._scores(words, n, None if clean else alive)
-        if postings >= _TRIM_POSTINGS:
-            release_heap()  # the scoring's temporaries, freed by now (see _TRIM_POSTINGS)
+        scores = self._scores(words, n, None if clean else alive)
         live = scores > 0
         if not clean:
             live &= alive
@@ -251,9 +236,9 @@ class KeywordIndex(Generic[K]):
 
     def _scores(
         self, words: Sequence[str], n: int, alive: npt.NDArray[np.bool_] | None
-    ) -> tuple[npt.NDArray[np.float32], int]:
+    ) -> npt.NDArray[np.float32]:
         """Each slot's BM25 for ``words`` over the ``n`` live rows (``alive``: the live
-        slots, None when every slot is), and how many postings that scored.
+        slots, None when every slot is).
 
         Every term's postings go into one array, in term order, so BM25 is a few
         whole-array operations (a term at a time took ~12 small ones each); np.add.at
@@ -286,7 +271,7 @@ class KeywordIndex(Generic[K]):
             weights = np.repeat(np.asarray(idfs, dtype=np.float32), sizes)
             norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[rows] / average)
             np.add.at(scores, rows, weights * tfs * (BM25_K1 + 1.0) / (tfs + norm))
-        return scores, sum(sizes)
+        return scores
 
     def _postings_of(self, term: str) -> list[Postings]:
         """The ``(rows, tfs)`` holding ``term``: in the segment and in the write buffer."""
@@ -307,7 +292,7 @@ def load_words(rows: Iterable[tuple[K, str, float | None]]) -> KeywordIndex[K]:
     words: KeywordIndex[K] = KeywordIndex()
     for key, text, expires_at in rows:
         words._add(key, text, expires_at)
-    words.pack()  # the postings in a few numpy arrays: about a third of their size as written
+    words.pack()  # the postings in a few numpy arrays: a fraction of their size as written
     return words
 
 
@@ -318,7 +303,7 @@ class _Segment:
 
     def __init__(self, hashes: Hashes, starts: Hashes, rows: Rows, tfs: Tfs) -> None:
         self.hashes, self.starts, self.rows, self.tfs = hashes, starts, rows, tfs
-        self._hash_list = hashes.data  # bisect on it: 4x faster than searchsorted
+        self._hash_list = hashes.data  # bisect on it: faster than searchsorted for one key
         self._start_list = starts.data
 
     @classmethod

@@ -77,15 +77,16 @@ def lists_for(rows: int) -> int:
 
 
 def probes_for(lists: int) -> int:
-    """Lists a search reads first: twice the square root (recall@10 0.98 or more on
-    ``bench recall``'s rows from 100k to 1M; the square root alone fell short at 100k)."""
+    """Lists a search reads first: twice the square root, which kept recall@10 at the
+    0.98 target on ``bench recall``'s rows at every size tried, where the square root
+    alone fell short."""
     return min(lists, math.ceil(2 * math.sqrt(lists)))
 
 
 def due(lists: int, rows: int) -> bool:
     """Whether an index of ``lists`` lists no longer fits ``rows`` rows: they grew or
-    shrank fourfold since it was built (a list then holds 4x or 1/4 the rows a search
-    was measured to read)."""
+    shrank fourfold since it was built (a list then holds 4x or 1/4 the rows ``probes_for``
+    was tuned for)."""
     wanted = lists_for(rows)
     return wanted >= 2 * lists or 2 * wanted <= lists
 

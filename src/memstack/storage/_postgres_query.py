@@ -4,7 +4,7 @@ Values always travel as parameters. Spliced into SQL text are only the schema, w
 ``quote_schema`` accepts only as a plain lower-case identifier and then quotes, and
 integers of ours (a dimension, a candidate cap). Vectors travel in pgvector's binary form
 (``%b``, with the ``pgvector`` package's psycopg adapter registered on the connection),
-never as text: casting every scanned vector to text was 90% of a search.
+never as text: casting every scanned vector to text took most of a search's time.
 
 Searches return ids and scores only; the store fetches the winners' rows after.
 """
@@ -186,7 +186,7 @@ def exact_vector_sql(schema: str, clause: str) -> str:
     """Ids and cosines of the ``%s`` nearest rows, computed for every row of ``clause``
     (parameters: query vector, clause's, the dimension, k). The untyped ``embedding``
     matches no vector index, so this is always exact. Each row's distance is computed once
-    (a score beside the sort key computed it twice: a 10k-row scan took 13% longer)."""
+    (a score beside the sort key computed it twice, and the scan took longer)."""
     return (
         "SELECT id, 1 - distance FROM (SELECT r.id, r.embedding <=> v.q AS distance"
         f" FROM {schema}.records r, (SELECT %b::vector AS q) v"
@@ -247,8 +247,8 @@ def text_capped_sql(schema: str, clause: str, words: Sequence[str], cap: int) ->
     words, then for each word the word and the clause's parameters, then k).
 
     A word that matches fewer than ``cap`` rows brings them all, so the result is the
-    full ranking whenever no word is that common; a word that matches a third of a big
-    namespace brings the first ``cap`` rows the GIN index finds instead of all of them
+    full ranking whenever no word is that common; a word that matches a large share of a
+    big namespace brings the first ``cap`` rows the GIN index finds instead of all of them
     (so ties at the ``k`` boundary are chosen by id only among the rows brought).
     """
     expression, _ = tsquery(words)

@@ -13,13 +13,15 @@ Choices:
   Migration 9 drops them; a namespace past ``postgres.PostgresBackend``'s ``exact_limit``
   gets an index of its own instead (``_postgres_ann``), built after its rows are in.
 - Vectors stay in the row (3): ``STORAGE MAIN`` and ``toast_tuple_target = 8160``. A
-  384-d vector is 1,544 bytes and the row passed the 2 KB toast threshold, so 40% of
-  vectors lived in the toast table and an exact scan read three buffers a row (measured:
-  100k-row scan 163 -> 97 ms). Rows written before keep their layout until rewritten.
+  384-d vector is 1,544 bytes and the row passed the 2 KB toast threshold, so many
+  vectors lived in the toast table and an exact scan read three buffers a row instead of
+  one, which made it markedly slower. Rows written before keep their layout until
+  rewritten.
 - ``fillfactor = 75`` (4): a page keeps room for one more version of a ~2 KB row, so
   ``touch`` (every recall bumps ``last_accessed_at``, which no index holds) is a HOT
-  update and adds no HNSW/GIN entries. Measured on 20k rows: 2% of touches HOT and
-  16 ms for 5 ids at 100; 93% and 0.5 ms at 75 (54% at 80); the table grows 35%.
+  update and adds no HNSW/GIN entries. With full pages (the default, 100) almost no
+  touch was HOT and each cost index writes; at 75 nearly all are (80 left room for
+  too few); the price is a table larger by the room kept free.
 - ``namespace_info`` (2) keeps each namespace's embedding dimension and model.
 - ``tsv`` is generated from ``text`` with the ``english`` configuration and GIN-indexed.
 - validity and provenance (6): ``valid_from``, ``valid_to`` (NULL while current),
@@ -27,11 +29,11 @@ Choices:
   index finds a namespace's closed records.
 - No GIN pending list (8): ``fastupdate = off`` on ``records_tsv``, so a write adds its
   words to the index at once instead of to a pending list that every keyword search reads
-  whole (up to 4 MB) until a vacuum merges it. On 100k rows, after 10k more were written,
-  each query word scanned a 196-page list; the planner then preferred a sequential scan
-  for common words, and the capped keyword search took 7-13 ms; 3-6 ms with the list
-  merged (2026-11-23, 2 busy cores). With the pending list a bulk load went faster, but
-  it already loads past its target without one, and searches right after writes read it.
+  whole (up to 4 MB) until a vacuum merges it. After a large batch of writes each query
+  word scanned a list of many pages, the planner then preferred a sequential scan for
+  common words, and the capped keyword search took markedly longer than with the list
+  merged. With the pending list a bulk load went faster, but it already loads past its
+  target without one, and searches right after writes read it.
 - No ``records_ns_dim`` (9): no query plan used it (``EXPLAIN`` of every statement, on one
   large namespace and on many small ones); every search filters by namespace, and
   ``records_ns_kind``, ``records_ns_created`` or the primary key serve that as well.
@@ -46,29 +48,18 @@ LOCK_KEY = 0x6D656D737461636B  # "memstack"
 
 HNSW_PARAMS = "m = 16, ef_construction = 512"
 """The graph of every HNSW index (migration 7; migration 9 drops them). On ``bench
-recall``'s 100k rows (its first 100 or 200 real MiniLM queries; the top 10 lie within
-about 0.01 cosine of each other) recall@10 against the exact scan at ef_search 400 / 1000
-(2026-11-23, 2 busy cores):
+recall``'s corpus, whose top 10 lie very close together in cosine, pgvector's default
+graph (m 16, ef_construction 64) missed many of the exact scan's top 10 whatever
+ef_search was; a larger ``m`` helped little, a larger ``ef_construction`` helped most, and
+512 met the recall target. (The iterative scan mode changed nothing, and the planner
+used the index: the graph was the cause.) The price is paid at insert, which slows down
+as ``ef_construction`` grows, for every namespace in one shared index: the reason
+migration 9 replaced these graphs with an IVFFlat index per large namespace, built after
+its rows are in (``_postgres_ann``).
 
-    m 16, ef_construction 64 (pgvector's default, before 7)   0.86 / 0.91 (0.80 at 200)
-    m 32, ef_construction 64                                   0.91 / 0.93
-    m 16, ef_construction 128                                  0.90 / 0.94
-    m 24, ef_construction 200                                  0.93 / 0.97
-    m 32, ef_construction 200                                  0.93 / 0.97
-    m 16, ef_construction 256                                  0.95 / 0.96-0.98
-    m 16, ef_construction 512                                  0.98 / 0.99
-
-(The iterative scan mode, off, relaxed or strict, changed nothing; ef_search was applied;
-the planner used the index: the graph was the cause.) The price is paid at insert: into
-a 100k index, ef_construction 256 inserted 3.5x slower than 64; bulk building 100k rows
-took 23 s at 64, 80 s at 256 and 120 s at 512.
-
-What the graphs above still missed were whole queries, not rows: a query between two of the
-bench's topics landed in one and found none of its top 10 in the other. m 32 and
-ef_construction 1000 (CREATE INDEX after the load, 2026-11-23) stranded the same queries
-(one scan at ef 1000: 0.981 and 0.985), and m 32 inserted 3-4x slower; a second index scan
-steered away from the first one's hits reaches them (``postgres.AWAY_ROWS``), so the graph
-stays as it is and no migration rebuilds it again."""
+What the graphs still missed were whole queries, not rows: a query between two of the
+bench's topics landed in one and found none of its top 10 in the other, and even larger
+graphs stranded the same queries."""
 
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (

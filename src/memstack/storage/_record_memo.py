@@ -1,9 +1,9 @@
 """Records the SQLite backend read lately, kept in process so a search's candidates are
 not read and decoded again on every recall.
 
-A recall fetches its ~90 candidates by id; on a LoCoMo conversation the SQL read and the
-decoding of those rows (JSON metadata, the vector) took 0.66 ms of a 9 ms recall, and the
-same turns come back query after query. ``RecordMemo`` is a bounded LRU of those records
+A recall fetches its candidates by id; on a LoCoMo conversation the SQL read and the
+decoding of those rows (JSON metadata, the vector) were a noticeable share of a recall,
+and the same turns come back query after query. ``RecordMemo`` is a bounded LRU of those records
 by ``(namespace, id)``. It knows nothing of validity: its owner (``NamespaceCache``)
 forgets a namespace's records whenever another connection wrote to or touched it, and
 the ids its own writes change.

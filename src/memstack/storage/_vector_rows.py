@@ -9,10 +9,11 @@ they are a quarter of the rows (the index is then rebuilt). Beside each slot: it
 ``KeyMap``) and its expiry (``inf`` for never).
 
 From ``ann_min_rows`` live rows on, the index is built in a background thread (a cold
-build takes tens of seconds at 100k rows); searches scan exactly until it is ready, then
-it catches up with the writes made meanwhile and answers unfiltered searches. A search
-with a filter that keeps only some rows stays exact (filters never cost recall). The
-caller serializes every call; only the build runs beside it, on rows nobody writes.
+build of a large namespace takes far longer than any search should wait); searches scan
+exactly until it is ready, then it catches up with the writes made meanwhile and
+answers unfiltered searches. A search with a filter that keeps only some rows stays exact
+(filters never cost recall). The caller serializes every call; only the build runs
+beside it, on rows nobody writes.
 
 A build is stopped and joined by ``close`` and, for rows nobody closed, when the
 interpreter exits (``BackgroundBuild``): a daemon thread still inside the index's C++
@@ -34,7 +35,6 @@ import numpy as np
 import numpy.typing as npt
 
 from memstack.storage._ann import ANN_MIN_ROWS, AnnIndex
-from memstack.storage._heap import release_heap
 from memstack.storage._keymap import KeyMap
 from memstack.storage._vectors import normalized, top_k
 from memstack.storage.types import Vector
@@ -43,7 +43,7 @@ __all__ = ["VectorRows", "load_rows"]
 
 K = TypeVar("K", bound=Hashable)
 _MAX_CHUNK = 16_384
-_BUILD_STEP = 256  # rows per call while building, so closing stops a build within ~0.1 s
+_BUILD_STEP = 256  # rows per call while building, so closing stops a build promptly
 Mask = npt.NDArray[np.bool_]
 
 
@@ -363,7 +363,7 @@ class VectorRows(Generic[K]):
         upto: int,
     ) -> None:
         # beside the searches, on one core; slots are never reused and dead ones are
-        # masked, so the index needs no table from keys to nodes (3.6 MB at 100k rows)
+        # masked, so the index needs no table from keys to nodes (memory saved per row)
         index = AnnIndex(self.dim, threads=1, key_lookups=False)
         for chunk, start in zip(chunks, starts, strict=True):
             for lo in range(0, len(chunk), _BUILD_STEP):
@@ -386,7 +386,6 @@ class VectorRows(Generic[K]):
             if lo < len(chunk):
                 built.index.add(np.arange(start + lo, start + len(chunk)), chunk[lo:])
         self._ann = built.index
-        release_heap()  # what the build's thread freed
 
     def _compact(self) -> None:
         """Copy the live rows into one new chunk and renumber the slots."""
@@ -400,17 +399,14 @@ class VectorRows(Generic[K]):
         self._expires = array("d", expires)
         self._soonest = min(expires, default=np.inf)
         self._first = 0
-        release_heap()  # the old chunks, when the heap held them
 
 
 def load_rows(dim: int, count: int, rows: Iterable[tuple[K, bytes, float | None]]) -> VectorRows[K]:
     """``VectorRows`` filled from ``(key, little-endian float32 blob, expires_at)`` rows
     with distinct keys (a table's rows), written straight into one chunk of ``count``
-    rows: no list of blobs, no second copy. The heap the load's transient objects used
-    is handed back (``release_heap``)."""
+    rows: no list of blobs, no second copy."""
     vectors: VectorRows[K] = VectorRows(dim, capacity=count)
     for key, blob, expires_at in rows:
         vectors._add(key, np.frombuffer(blob, dtype="<f4"), expires_at, unit=False)
     vectors.pack_keys()
-    release_heap()
     return vectors

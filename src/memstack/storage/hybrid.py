@@ -5,12 +5,7 @@ Candidates are the ``pool`` nearest records by cosine plus the ``pool`` best key
 (BM25-style) matches. Keyword scores are divided by the best one, so they fall in 0..1
 whatever the backend's scale; relevance is ``(1 - w)·cosine + w·keyword`` when any
 candidate matched a query word, and plain cosine otherwise. On LoCoMo this beat both
-plain rankings (README "Measured").
-
-A caller that embeds the query itself can read the keyword half first, while the query
-is being embedded (``keyword_matches``, then ``fused_candidates(..., keywords=)``): the
-two halves are then two reads instead of one snapshot, and the keyword matches' cosines
-come from their records' embeddings.
+plain rankings (``memstack bench locomo`` measures it).
 """
 
 from __future__ import annotations
@@ -22,7 +17,6 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from memstack.storage._vectors import normalized, unit
 from memstack.storage.backend import Gathered
 from memstack.storage.base import NamespaceLike, RecordStore
 from memstack.storage.types import Filter, Record, own_copy
@@ -31,11 +25,8 @@ __all__ = [
     "KEYWORD_WEIGHT",
     "Candidates",
     "HybridHit",
-    "KeywordHalf",
-    "KeywordMatches",
     "fused_candidates",
     "hybrid_candidates",
-    "keyword_matches",
 ]
 
 
@@ -95,7 +86,7 @@ class Candidates:
     """``hybrid_candidates``'s candidates as columns, in the order gathered (not ranked):
     ``records[i]`` has ``similarity[i]``, ``relevance[i]`` and ``keyword[i]`` (``keyword``
     is None when no candidate matched a query word). For a caller that ranks them again
-    and needs no object per candidate (about 90 in a recall).
+    and needs no object per candidate (a recall ranks dozens).
 
     The records may be the store's own objects (``RecordStore.gather``): read them, and
     hand out ``own_copy`` of those you return. ``hits`` does."""
@@ -125,57 +116,6 @@ class Candidates:
             )
 
 
-@dataclass(frozen=True, kw_only=True)
-class KeywordHalf:
-    """One namespace's keyword matches with their records, and their unit embeddings
-    (those of the namespace's width), made ahead so that the vector half needs one
-    product for their cosines."""
-
-    gathered: Gathered
-    ids: list[str]
-    rows: npt.NDArray[np.float32]
-
-
-@dataclass(frozen=True, kw_only=True)
-class KeywordMatches:
-    """The keyword half of a hybrid search, which needs no query vector: each
-    namespace's ``pool`` best keyword matches (``keyword_matches``)."""
-
-    query: str
-    pool: int
-    halves: tuple[KeywordHalf, ...]
-    """One per namespace, in order."""
-
-
-def keyword_matches(
-    store: RecordStore,
-    namespaces: Sequence[NamespaceLike],
-    *,
-    query: str,
-    pool: int,
-    filter: Filter | None = None,
-    filters: Sequence[Filter | None] | None = None,
-) -> KeywordMatches:
-    """The keyword half for ``fused_candidates(..., keywords=)`` with the same arguments."""
-    halves = tuple(
-        _keyword_half(store.gather(namespace, query=query, vector=None, k=pool, filter=where))
-        for namespace, where in zip(namespaces, _filters(namespaces, filter, filters), strict=True)
-    )
-    return KeywordMatches(query=query, pool=pool, halves=halves)
-
-
-def _keyword_half(matched: Gathered) -> KeywordHalf:
-    embedded = [
-        (id, record.embedding)
-        for id, _ in matched.matched
-        if (record := matched.records.get(id)) is not None and record.embedding is not None
-    ]
-    width = len(embedded[0][1]) if embedded else 0
-    embedded = [(id, e) for id, e in embedded if len(e) == width]
-    rows = np.asarray([e for _, e in embedded], dtype=np.float32).reshape(len(embedded), width)
-    return KeywordHalf(gathered=matched, ids=[id for id, _ in embedded], rows=normalized(rows))
-
-
 def fused_candidates(
     store: RecordStore,
     namespaces: Sequence[NamespaceLike],
@@ -187,23 +127,11 @@ def fused_candidates(
     filter: Filter | None = None,
     model_id: str | None = None,
     filters: Sequence[Filter | None] | None = None,
-    keywords: KeywordMatches | None = None,
 ) -> Candidates:
-    """``hybrid_candidates`` as ``Candidates`` (columns, unranked); same arguments.
-
-    ``keywords`` (from ``keyword_matches`` with the same query, pool, namespaces and
-    filters) is the keyword half read already; only the vector half is read here."""
-    wanted = _filters(namespaces, filter, filters)
-    if keywords is not None and (
-        keywords.query != query or keywords.pool != pool or len(keywords.halves) != len(wanted)
-    ):
-        raise ValueError("keywords must come from keyword_matches with the same arguments")
+    """``hybrid_candidates`` as ``Candidates`` (columns, unranked); same arguments."""
     found = _Found()
-    for i, (namespace, where) in enumerate(zip(namespaces, wanted, strict=True)):
-        if keywords is not None and _reads_keywords(keyword_weight, vector):
-            found.complete(store, namespace, where, vector, pool, model_id, keywords.halves[i])
-        else:
-            found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
+    for namespace, where in zip(namespaces, _filters(namespaces, filter, filters), strict=True):
+        found.gather(store, namespace, where, query, vector, pool, keyword_weight, model_id)
     similarity, raw = found.cosine, found.keyword
     best = max(raw, default=0.0)
     keyword = [score / best for score in raw] if best > 0 else None
@@ -271,36 +199,6 @@ class _Found:
         )
         self._add(namespace, got)
 
-    def complete(
-        self,
-        store: RecordStore,
-        namespace: NamespaceLike,
-        filter: Filter | None,
-        vector: npt.NDArray[np.float32] | None,
-        pool: int,
-        model_id: str | None,
-        half: KeywordHalf,
-    ) -> None:
-        """``gather`` with the keyword half read already (``keyword_matches``): reads the
-        nearest records, and takes the matches' cosines from their embeddings."""
-        matched = half.gathered
-        if vector is None:
-            self._add(namespace, matched)
-            return
-        got = store.gather(
-            namespace, query=None, vector=vector, k=pool, filter=filter, model_id=model_id
-        )
-        records = {**matched.records, **got.records}
-        self._add(
-            namespace,
-            Gathered(
-                matched=matched.matched,
-                nearest=got.nearest,
-                cosines=_cosines(vector, half, dict(got.nearest)),
-                records=records,
-            ),
-        )
-
     def _add(self, namespace: NamespaceLike, got: Gathered) -> None:
         found, cosines = got.records, got.cosines
         records, keyword, cosine, at = self.records, self.keyword, self.cosine, self.at
@@ -322,16 +220,3 @@ class _Found:
                     cosine.append(score)
                 else:
                     cosine[i] = score
-
-
-def _cosines(
-    vector: npt.NDArray[np.float32], matches: KeywordHalf, known: dict[str, float]
-) -> dict[str, float]:
-    """The cosine with ``vector`` of each keyword match: ``known`` (the nearest ones'), else
-    from the match's embedding, as a backend's index computes it (unit rows, unit query)."""
-    if not matches.ids or matches.rows.shape[1] != len(vector):
-        return {id: known[id] for id in matches.ids if id in known}
-    dots = np.clip(matches.rows @ unit(np.asarray(vector, dtype=np.float32)), -1.0, 1.0)
-    cosines = dict(zip(matches.ids, dots.tolist(), strict=True))
-    cosines.update((id, known[id]) for id in matches.ids if id in known)
-    return cosines

@@ -17,7 +17,7 @@ root           owner                                           parts
                                                                alone (documents not yet
                                                                indexed, of every tenant)
 ``auth``       API keys                                        ``keys``
-``bank``       durable MemoryBank                              [bank name]
+``bank``       MemoryBank (in memory or durable)               [bank name]
 ``lg``         LangGraph store (``MemstackStore``)             store name, LangGraph labels
 ``oas``        Agents SDK sessions (``MemstackSession``)       session id
 =============  ==============================================  ===========================

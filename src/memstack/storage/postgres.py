@@ -26,12 +26,14 @@ naming the extra to install.
   text OR-ed together (``plainto_tsquery(w1) || plainto_tsquery(w2) ...``, so no input
   is tsquery syntax) and ranked by ``ts_rank_cd`` normalized by document length. Up to
   ``keyword_exact_limit`` rows every match is ranked; in a bigger namespace each word
-  brings at most ``WORD_CANDIDATES`` rows (``text_capped_sql``), so a word that matches
-  a third of 100k rows no longer has them all ranked (1.8 s -> 20-40 ms). The GIN index
+  brings at most ``WORD_CANDIDATES`` rows (``text_capped_sql``), so a common word no
+  longer has every row that holds it ranked, which made a search take seconds. The GIN index
   keeps no pending list (migration 8), which every search would read whole.
 - Server settings: the table and the namespace's index should fit in ``shared_buffers``
-  (pgvector's advice). At 100k rows the table is 260 MB; at the default 128 MB a hybrid
-  recall's p95 was 94-131 ms, at 1 GB 36-39 ms (``tests/servers.py``, 2026-11-23).
+  (pgvector's advice): with PostgreSQL's default ``shared_buffers`` a large namespace's
+  table does not fit, and every recall reads pages back from the operating system, so
+  its tail latency is several times that of a server whose buffers hold the table
+  (``tests/servers.py`` raises the setting).
 """
 
 from __future__ import annotations
@@ -87,21 +89,21 @@ tenth of the table (autovacuum's own thresholds for analyzing)."""
 SIZE_TTL_S = 30.0
 """How long a namespace's counted size and its index's lists steer its searches (exact or
 through the index, full or capped keyword ranking) before they are read again. Counting
-reads the rows' pages: 20 ms for the 10,001 rows of a 100k namespace, a third of its
-recall. A stale size costs speed only: both paths return the same kind of answer (an
+reads the rows' pages, a sizeable share of a large namespace's recall if done on every
+one. A stale size costs speed only: both paths return the same kind of answer (an
 index search that finds fewer than k rows is redone exactly)."""
 _COUNTED = 10_000
-"""A namespace's rows are counted at least this far (20 ms at 10k rows, once per
-``SIZE_TTL_S``); past it its index's ``reltuples`` tells its size."""
+"""A namespace's rows are counted at least this far (at most once per ``SIZE_TTL_S``,
+as counting reads pages); past it its index's ``reltuples`` tells its size."""
 POOL = 40
 """Candidates an index search re-ranks exactly, at least (2k for a larger k)."""
 _SIZES_KEPT = 100_000
-"""At most this many namespaces' sizes are kept (about 10 MB)."""
+"""At most this many namespaces' sizes are kept, so the memo's memory is bounded."""
 WORD_CANDIDATES = 100
 """At most this many rows per query word are ranked in a namespace past
-``keyword_exact_limit``. On 100k LoCoMo-like rows the top 10 held as many evidence turns
-as ranking every match (P@10 0.295 at 100, 0.286 at 250, 0.285 at 1000, 0.279 ranking
-all), and ``bench recall``'s 100k recall p95 went from 85 to 73 ms from 250 to 100."""
+``keyword_exact_limit``. On a large LoCoMo-like namespace the top 10 held as many
+evidence turns with this cap as ranking every match (no larger cap did better), and the
+smaller the cap, the fewer rows each recall ranks, which shortens its tail."""
 
 
 REQUEST_TIMEOUT_S = 1.5
@@ -668,9 +670,10 @@ class PostgresBackend:
         asks for the index's build (in the background) when due; poll it to wait.
 
         After a bulk load the statistics lag until autovacuum analyzes the table (it looks
-        once a minute). Until then the planner may take a namespace for 200 rows: a
-        keyword search at 10k rows filtered the whole namespace through
-        ``records_ns_kind`` instead of reading the GIN index (27 ms; 9 ms once analyzed).
+        once a minute). Until then the planner may take a large namespace for a small
+        one: a keyword search then filtered the whole namespace through
+        ``records_ns_kind`` instead of reading the GIN index, several times slower than
+        once analyzed.
         Stale means the planner's row count (``reltuples``) is off by more than a tenth
         of the table (``ANALYZE`` reads a sample of at most 30k rows). Counting reads the
         table and the namespace, so call it after loads, not per search. A build that

@@ -27,7 +27,6 @@ from typing import Any
 from memstack.clock import Clock
 from memstack.errors import ConfigError, StoreUnavailable, WriteConflict
 from memstack.storage import _sqlite_query as q
-from memstack.storage._heap import release_heap
 from memstack.storage._keywords import KeywordIndex
 from memstack.storage._sqlite_cache import (
     UNREAD,
@@ -61,8 +60,6 @@ from memstack.storage.types import Filter, Record, Vector
 __all__ = ["SQLiteBackend", "SQLiteRecordStore"]
 
 _BUSY_TIMEOUT_S = 10.0
-_BULK_ROWS = 1_000
-"""A write of this many records or more hands the heap it freed back to the OS."""
 
 
 class SQLiteBackend:
@@ -128,8 +125,6 @@ class SQLiteBackend:
             except BaseException:
                 self._cache.clear()  # what it applied in place was rolled back
                 raise
-        if len(batch.upserts) >= _BULK_ROWS:
-            release_heap()  # a bulk load's row tuples and blobs left ~18 MB per 100k
         return result
 
     def _apply(self, conn: sqlite3.Connection, batch: WriteBatch) -> WriteResult:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from memstack._filled import filled
 from memstack._json import JSON, copy_json
 
 __all__ = [
@@ -85,16 +84,14 @@ class Record:
 
 def stored_record(values: dict[str, Any]) -> Record:
     """A ``Record`` of every one of its fields, as a backend reads them back (checked when
-    written). It skips the frozen dataclass's ``__init__``, which sets its 19 fields one
-    ``object.__setattr__`` at a time: 2.8 us a record, 0.6 us this way, and a recall
-    materializes about 90 candidates."""
-    return filled(Record, values)
+    written)."""
+    return Record(**values)
 
 
 def own_copy(record: Record) -> Record:
     """``record`` with metadata of its own (``own_metadata``): a store hands these out, so
-    changing one never changes what it holds. Made like ``stored_record`` (``filled``)."""
-    return filled(Record, {**record.__dict__, "metadata": own_metadata(record.metadata)})
+    changing one never changes what it holds."""
+    return replace(record, metadata=own_metadata(record.metadata))
 
 
 def own_metadata(metadata: dict[str, JSON]) -> dict[str, JSON]:
