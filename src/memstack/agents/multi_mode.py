@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal, get_args
+from typing import Final, Literal, TypedDict, get_args
 
 from memstack._json import JSON, JSONObject
 from memstack.agents.agent import Agent
@@ -30,6 +30,47 @@ DEFAULT_TEAM: Final = (
     TeamMember(name="lead", role="lead: breaks the objective into tasks and checks the results"),
     TeamMember(name="worker", role="worker: claims open tasks and does them thoroughly"),
 )
+
+
+class _Shared(TypedDict):
+    """The settings the ``loop`` runner (a SimpleAgent) and the ``plan`` one (an Agent)
+    both take."""
+
+    name: str
+    objective: str
+    provider: ChatModel
+    model: str
+    tools: Sequence[Tool]
+    system_prompt: str
+    output_schema: JSONObject | None
+    long_term_memory: LongTermMemory | None
+    auto_persist_memory: bool
+    memory_store: MemoryServiceBinding | None
+    skills: Sequence[str] | None
+    skill_dirs: Sequence[Path | str]
+    env: Mapping[str, str] | None
+
+
+def _check_mode(mode: object) -> None:
+    if mode not in _MODES:
+        raise InvalidInput(f"mode must be one of {', '.join(_MODES)}, not {mode!r}.", field="mode")
+
+
+def _planner(
+    shared: _Shared,
+    max_step_iterations: int,
+    task: Task | TaskPlan | None,
+    inputs: Mapping[str, object] | None,
+    workspace: Path | str | None,
+) -> Agent:
+    """The ``plan`` runner: an Agent, with the settings only planning uses."""
+    return Agent(
+        **shared,
+        max_step_iterations=max_step_iterations,
+        task=task,
+        inputs=inputs,
+        workspace=workspace,
+    )
 
 
 class MultiModeAgent:
@@ -57,53 +98,55 @@ class MultiModeAgent:
         workspace: Path | str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        if mode not in _MODES:
-            raise InvalidInput(
-                f"mode must be one of {', '.join(_MODES)}, not {mode!r}.", field="mode"
-            )
+        _check_mode(mode)
         self.mode = mode
         self.system_prompt = system_prompt
         self.durable = DurableMemory(
             long_term=long_term_memory, auto_persist=auto_persist_memory, store=memory_store
         )
-        common: dict[str, Any] = {
-            "name": name,
-            "objective": objective,
-            "provider": provider,
-            "model": model,
-            "tools": tools,
-            "system_prompt": system_prompt,
-            "output_schema": output_schema,
-            "long_term_memory": long_term_memory,
-            "auto_persist_memory": auto_persist_memory,
-            "memory_store": memory_store,
-            "skills": skills,
-            "skill_dirs": skill_dirs,
-            "env": env,
-        }
+        shared = _Shared(
+            name=name,
+            objective=objective,
+            provider=provider,
+            model=model,
+            tools=tools,
+            system_prompt=system_prompt,
+            output_schema=output_schema,
+            long_term_memory=long_term_memory,
+            auto_persist_memory=auto_persist_memory,
+            memory_store=memory_store,
+            skills=skills,
+            skill_dirs=skill_dirs,
+            env=env,
+        )
         self.runner: SimpleAgent | Agent | None = None
         self.team: TeamExecutor | None = None
         if mode == "loop":
-            self.runner = SimpleAgent(**common, max_iterations=max_step_iterations)
+            self.runner = SimpleAgent(**shared, max_iterations=max_step_iterations)
         elif mode == "plan":
-            self.runner = Agent(
-                **common,
-                max_step_iterations=max_step_iterations,
-                task=task,
-                inputs=inputs,
-                workspace=workspace,
-            )
+            self.runner = _planner(shared, max_step_iterations, task, inputs, workspace)
         else:
-            self.team = TeamExecutor(
-                objective=objective,
-                members=members,
-                provider=provider,
-                model=model,
-                tools=[*tools, *self.durable.tools()],
-                max_rounds=max_rounds,
-                max_step_iterations=max_step_iterations,
-                system_prompt=system_prompt,
-            )
+            self.team = self._team(shared, members, max_rounds, max_step_iterations)
+
+    def _team(
+        self,
+        shared: _Shared,
+        members: Sequence[TeamMember],
+        max_rounds: int,
+        max_step_iterations: int,
+    ) -> TeamExecutor:
+        """A team takes no memory settings: it gets the durable memory as tools, and
+        ``execute`` adds its prompt and persists the results."""
+        return TeamExecutor(
+            objective=shared["objective"],
+            members=members,
+            provider=shared["provider"],
+            model=shared["model"],
+            tools=[*shared["tools"], *self.durable.tools()],
+            max_rounds=max_rounds,
+            max_step_iterations=max_step_iterations,
+            system_prompt=shared["system_prompt"],
+        )
 
     async def execute(self, context: ProcessingContext) -> AsyncIterator[object]:
         if self.runner is not None:

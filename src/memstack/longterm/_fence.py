@@ -1,8 +1,8 @@
 """Models often wrap a JSON reply in a Markdown code fence; this takes it off.
 
 Plain string operations rather than a regular expression: a pattern such as
-``\\s*(.*?)\\s*```\\Z`` backtracks quadratically over a reply of whitespace (20,000
-spaces took over 10 s), and a reply's size is the model's to choose.
+``\\s*(.*?)\\s*```\\Z`` backtracks quadratically over a reply of whitespace (a long run
+of spaces takes seconds), and a reply's size is the model's to choose.
 """
 
 from __future__ import annotations

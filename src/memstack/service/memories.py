@@ -183,9 +183,8 @@ class MemoryService:
         self._pruned_at = float("-inf")
         # Writes of one memory from this process's threads take turns (a contention
         # guard, not what keeps the history linear: the store checks that, see ltm.py).
-        # Without it they race each other's read-then-write and retry: 8 threads storing
-        # one memory on PostgreSQL made 42-47 writes/s and 3-4 of 480 ran out of tries;
-        # with it 104-137 writes/s, none.
+        # Without it they race each other's read-then-write and retry, so threads storing
+        # one memory write far fewer a second, and some run out of tries.
         self._write_locks = [threading.Lock() for _ in range(_WRITE_LOCKS)]
 
     # -- writing -----------------------------------------------------------------------
@@ -214,16 +213,7 @@ class MemoryService:
         check_id_part(agent_id, "agent_id")
         principal.check_agent(agent_id)
         scope = check_scope(scope)
-        if scope == "global":
-            principal.check_global_write(field="scope")
-        if scope == "session":
-            session_id = DEFAULT_SESSION if session_id is None else session_id
-            check_id_part(session_id, "session_id")
-        elif session_id is not None:
-            raise InvalidInput(
-                "session_id is only for scope 'session'; drop it or set scope to 'session'.",
-                field="session_id",
-            )
+        session_id = _writable_session(principal, scope, session_id)
         key, value = check_key(key), check_value(value)
         meta = check_metadata(metadata)
         provenance = check_provenance(provenance)
@@ -462,7 +452,7 @@ class MemoryService:
         """Every version of a memory, oldest first, each with its validity and what
         replaced it (``superseded_by``, ``closed_reason``); the last is the current one,
         or the evicted one (``closed_reason="evicted"``) after the cap evicted it. At
-        most ``MAX_VERSIONS`` closed versions are kept. ``NotFound`` as for ``get``:
+        most ``KEPT_VERSIONS`` closed versions are kept. ``NotFound`` as for ``get``:
         another tenant's memory, one the caller's key may not see, one deleted."""
         check_memory_id(memory_id)
         versions = await asyncio.to_thread(self._history, principal, memory_id)
@@ -767,6 +757,23 @@ def _erased(where: _Where, bucket: str) -> Filter:
     return replace(
         where.filter_for(bucket) or Filter(), include_expired=True, include_superseded=True
     )
+
+
+def _writable_session(principal: Principal, scope: Scope, session_id: str | None) -> str | None:
+    """The session a memory of ``scope`` stored by ``principal`` belongs to: only a
+    session memory has one (``DEFAULT_SESSION`` when not given); a global one needs the
+    right to write global memories."""
+    if scope == "global":
+        principal.check_global_write(field="scope")
+    if scope == "session":
+        session_id = DEFAULT_SESSION if session_id is None else session_id
+        check_id_part(session_id, "session_id")
+    elif session_id is not None:
+        raise InvalidInput(
+            "session_id is only for scope 'session'; drop it or set scope to 'session'.",
+            field="session_id",
+        )
+    return session_id
 
 
 def _check_page(limit: object, offset: object, max_limit: int) -> tuple[int, int]:

@@ -32,12 +32,12 @@ restart in between changed the version (it carries the server's ``run_id``), so 
 never marks complete a bucket whose last writes the restart lost.
 
 **Cheap**: a warm read is the one Redis round trip it always was (entries, state and the
-server's ``run_id`` come back from one script; ``INFO server`` in it costs the server
-7-10 µs, a tenth of the script's time on a full bucket, and the client a few percent of
-a read). Each process caches the epoch for ``epoch_ttl`` seconds (1 s) of its clock,
-forgets it the moment it sees the short-term tier fail, and takes the bump it made
-itself at once. A miss costs one epoch read, one long-term list and one fill; after a
-restart, every bucket misses once.
+server's ``run_id`` come back from one script; ``INFO server`` in it is a small share of
+the script's time on a full bucket, and of the client's time for a read). Each process
+caches the epoch for ``epoch_ttl`` seconds (1 s) of its clock, forgets it the moment it
+sees the short-term tier fail, and takes the bump it made itself at once. A miss costs
+one epoch read, one long-term list and one fill; after a restart, every bucket misses
+once.
 
 **What holds**: after a Redis restart of any kind (empty, from an AOF whole or cut short,
 from an RDB snapshot of any age, a replica promoted), no process serves a stale, missing

@@ -29,7 +29,8 @@ __all__ = ["MemstackSession"]
 _ITEM = "item"
 _STEP_S = 1e-6
 """Between two items' ``created_at``: a microsecond, distinct in a float of epoch
-seconds (whose resolution is about 0.24 us today) and in every backend's column."""
+seconds (whose resolution at today's epoch is finer than that) and in every backend's
+column."""
 
 
 class MemstackSession:
