@@ -70,7 +70,10 @@ SYNC_PASSAGES: Final = 128
 of prose at ``CHUNK_CHARS``."""
 SYNC_CHARS: Final = 200_000
 """Characters a document embedded before ``add`` returns may have (with ``SYNC_PASSAGES``)."""
+MAX_LIST_LIMIT: Final = 500
 MAX_LIST_OFFSET: Final = 1_000_000
+MAX_QUERY_CHARS: Final = 4_000
+MAX_SEARCH_LIMIT: Final = 50
 _STATUSES: Final = get_args(DocumentStatus)
 
 
@@ -193,8 +196,8 @@ class KnowledgeBase:
     async def list(
         self, principal: Principal, *, limit: int = 50, offset: int = 0
     ) -> tuple[builtins.list[DocumentInfo], int]:
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 500:
-            raise InvalidInput("limit must be an int from 1 to 500.", field="limit")
+        if not _whole_in(limit, 1, MAX_LIST_LIMIT):
+            raise InvalidInput(f"limit must be an int from 1 to {MAX_LIST_LIMIT}.", field="limit")
         if not _whole_in(offset, 0, MAX_LIST_OFFSET):
             raise InvalidInput(
                 f"offset must be an int from 0 to {MAX_LIST_OFFSET}.", field="offset"
@@ -227,9 +230,9 @@ class KnowledgeBase:
     async def search(
         self, principal: Principal, query: str, *, limit: int = 5
     ) -> builtins.list[KnowledgeHit]:
-        query = _check_str(query, "query", 4_000)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 50:
-            raise InvalidInput("limit must be an int from 1 to 50.", field="limit")
+        query = _check_str(query, "query", MAX_QUERY_CHARS)
+        if not _whole_in(limit, 1, MAX_SEARCH_LIMIT):
+            raise InvalidInput(f"limit must be an int from 1 to {MAX_SEARCH_LIMIT}.", field="limit")
         return await asyncio.to_thread(self._search, principal.tenant, query, limit)
 
     def _search(self, tenant: str, query: str, limit: int) -> builtins.list[KnowledgeHit]:

@@ -32,11 +32,9 @@ REQUEST_THREADS: Final = 32
 
 Every route runs its store and model work on the event loop's default executor, and a
 store request holds its thread while its text waits for the embedding model. Python's
-default pool (cores + 4: 6 threads on 2 cores) then kept searches and listings waiting
-behind stores: in a ``memstack bench server`` run, a request's work waited 12 ms on
-average for a thread; with these 32, 0.7 ms. 32 gives 16 clients' requests and their
-authentication a thread each with room to spare; the threads are idle, not spinning,
-while they wait."""
+default pool (cores + 4) then kept searches and listings waiting behind stores. 32
+gives 16 clients' requests and their authentication a thread each with room to spare;
+the threads are idle, not spinning, while they wait."""
 
 
 def create_app(

@@ -1,26 +1,29 @@
-"""Request and response bodies of the REST API (pydantic at the edge only).
+"""Request and response bodies of the REST API (pydantic at the edge only), and the
+parameter rules REST and MCP share.
 
-The response models are what ``/openapi.json`` promises; the ``*_out`` functions build
-them from the domain values, so the JSON field names live here once.
+The response models are what ``/openapi.json`` promises (and the MCP tools answer); the
+``*_out`` functions build them from the domain values, so the JSON field names live here
+once. A parameter both doors take (an id, a limit, a query) is one ``Annotated`` type
+here, its bounds the service's constants, so the two cannot drift apart.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
-    StrictFloat,
-    StrictInt,
+    Strict,
     StrictStr,
     WithJsonSchema,
 )
 
+from memstack.service import knowledge as kb
 from memstack.service.knowledge import (
     CHUNK_CHARS,
     MAX_DOCUMENT_CHARS,
@@ -30,8 +33,15 @@ from memstack.service.knowledge import (
     DocumentStatus,
     KnowledgeHit,
 )
-from memstack.service.memories import MemoryPage, SearchHit
-from memstack.service.prompt import PromptContext
+from memstack.service.memories import (
+    MAX_LIST_LIMIT,
+    MAX_LIST_OFFSET,
+    MAX_SEARCH_LIMIT,
+    MemoryPage,
+    SearchHit,
+)
+from memstack.service.paging import MAX_CURSOR_CHARS
+from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET, PromptContext
 from memstack.service.ttl import MAX_TTL_SECONDS, MIN_TTL_SECONDS
 from memstack.service.types import (
     ID_PART_PATTERN,
@@ -67,15 +77,75 @@ MEMORY_ID_PATTERN: dict[str, Any] = {"pattern": r"^mem_[0-9a-f]{32}(?!\n)$"}
 """Every memory id (``types.memory_id``); another answers 404."""
 DOCUMENT_ID_PATTERN: dict[str, Any] = {"pattern": r"^doc_[0-9a-f]{32}(?!\n)$"}
 """Every knowledge document id; another answers 404."""
-IdPart = Annotated[
-    StrictStr, Field(min_length=1, max_length=MAX_ID_PART_CHARS, json_schema_extra=ID_PATTERN)
-]
+
+# The parameters REST and MCP both take, each rule written once: a REST route wraps one in
+# ``Query()`` or ``Path()`` where FastAPI needs the location (or is to show the type's
+# description on the parameter), an MCP tool adds its own description around one, and a
+# body's field adds ``Strict()`` (``Whole`` for a number). Defaults stay where a parameter
+# is declared, named here when more than one door gives it.
+_ID_PART: Final = Field(min_length=1, max_length=MAX_ID_PART_CHARS, json_schema_extra=ID_PATTERN)
+IdPart = Annotated[StrictStr, _ID_PART]
 """A tenant, agent or session id in a body."""
+AgentId = Annotated[str, _ID_PART, Field(description=ID_RULE)]
+"""An agent id parameter."""
+SessionId = AgentId
+"""A session id parameter: the same rule as an agent id."""
+MAX_RESOURCE_ID_CHARS: Final = 200
+"""The longest memory or document id a parameter takes: far above a real one's 36
+characters, so a longer one is refused before any lookup."""
+MemoryId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_RESOURCE_ID_CHARS,
+        description="A memory's id (mem_...).",
+        json_schema_extra=MEMORY_ID_PATTERN,
+    ),
+]
+DocumentId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_RESOURCE_ID_CHARS,
+        description="A document's id (doc_...).",
+        json_schema_extra=DOCUMENT_ID_PATTERN,
+    ),
+]
+MemoryKey = Annotated[str, Field(min_length=1, max_length=MAX_KEY_CHARS)]
+MemoryValue = Annotated[str, Field(min_length=1, max_length=MAX_VALUE_CHARS)]
+"""A memory's value, or a query of the memories (as long as a value may be)."""
+SearchMode = Literal["hybrid", "text", "semantic"]
+SearchLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)]
+DEFAULT_SEARCH_LIMIT: Final = 10
+ListLimit = Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)]
+ListOffset = Annotated[int, Field(ge=0, le=MAX_LIST_OFFSET)]
+DEFAULT_LIST_LIMIT: Final = 50
+Cursor = Annotated[str, Field(min_length=1, max_length=MAX_CURSOR_CHARS)]
+CURSOR_HELP = "The next_cursor of the page before: the page after it, at any depth"
+"""What a cursor is; each door ends the sentence (REST says how ``offset`` adds to it)."""
+AsOf = Annotated[float | None, Field(allow_inf_nan=False, description=AS_OF_HELP)]
+IncludeSuperseded = Annotated[
+    bool, Field(description="Every version, current or closed, each with its validity.")
+]
+MAX_PROVENANCES: Final = len(get_args(ProvenanceName))
+"""A provenance filter names each provenance at most once."""
+Provenances = Annotated[
+    list[ProvenanceName] | None,
+    Field(min_length=1, max_length=MAX_PROVENANCES, description=PROVENANCE_FILTER_HELP),
+]
 ProvenanceDetail = Annotated[
     StrictStr | None,
     Field(min_length=1, max_length=MAX_PROVENANCE_DETAIL_CHARS, description=PROVENANCE_DETAIL_HELP),
 ]
-"""A version's ``provenance_detail``, as every body that takes one declares it."""
+"""A version's ``provenance_detail``, as every body and tool that takes one declares it."""
+KnowledgeQuery = Annotated[str, Field(min_length=1, max_length=kb.MAX_QUERY_CHARS)]
+"""A query of the knowledge documents, also the one ``get_context`` searches them with."""
+KnowledgeLimit = Annotated[int, Field(ge=1, le=kb.MAX_SEARCH_LIMIT)]
+DEFAULT_KNOWLEDGE_LIMIT: Final = 5
+DocumentListLimit = Annotated[int, Field(ge=1, le=kb.MAX_LIST_LIMIT)]
+DocumentListOffset = Annotated[int, Field(ge=0, le=kb.MAX_LIST_OFFSET)]
+Budget = Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Characters, at most.")]
+DEFAULT_BUDGET: Final = 8_000
 _TTL_SECONDS: dict[str, Any] = {"minimum": MIN_TTL_SECONDS, "maximum": MAX_TTL_SECONDS}
 Ttl = Annotated[
     Any,
@@ -101,8 +171,11 @@ def _whole(value: object) -> object:
     return value
 
 
-WholeNumber = Annotated[StrictInt, BeforeValidator(_whole)]
-"""A JSON integer: ``10`` or ``10.0``; never ``"10"``, ``true`` or ``10.5``."""
+_Rule = TypeVar("_Rule")
+Whole = Annotated[_Rule, Strict(), BeforeValidator(_whole)]
+"""A JSON integer under a rule (``Whole[SearchLimit]``): ``10`` or ``10.0``; never
+``"10"``, ``true`` or ``10.5``."""
+WholeNumber = Whole[int]
 
 
 class _Body(BaseModel):
@@ -124,8 +197,8 @@ class MemoryCreate(_Body):
         }
     )
     agent_id: IdPart = Field(description=ID_RULE)
-    key: StrictStr = Field(min_length=1, max_length=MAX_KEY_CHARS)
-    value: StrictStr = Field(min_length=1, max_length=MAX_VALUE_CHARS)
+    key: Annotated[MemoryKey, Strict()]
+    value: Annotated[MemoryValue, Strict()]
     scope: ScopeName = "agent"
     session_id: IdPart | None = Field(
         default=None,
@@ -145,7 +218,7 @@ class MemoryCreate(_Body):
 
 
 class MemoryUpdate(_Body):
-    value: StrictStr | None = Field(default=None, min_length=1, max_length=MAX_VALUE_CHARS)
+    value: Annotated[MemoryValue, Strict()] | None = None
     metadata: dict[str, Any] | None = None
     ttl: Ttl = Field(default=None, description="null removes the TTL; omit to keep it.")
     provenance: ProvenanceName | None = Field(
@@ -161,17 +234,15 @@ class SearchRequest(_Body):
             "examples": [{"query": "which language?", "agent_id": "support-bot", "limit": 5}]
         }
     )
-    query: StrictStr = Field(min_length=1, max_length=MAX_VALUE_CHARS)
+    query: Annotated[MemoryValue, Strict()]
     agent_id: IdPart | None = Field(default=None, description=ID_RULE)
     scope: ScopeName | None = None
     session_id: IdPart | None = Field(default=None, description=ID_RULE)
-    key: StrictStr | None = Field(default=None, min_length=1, max_length=MAX_KEY_CHARS)
-    mode: Literal["hybrid", "text", "semantic"] = "hybrid"
-    limit: WholeNumber = Field(default=10, ge=1, le=100)
-    as_of: StrictFloat | None = Field(default=None, allow_inf_nan=False, description=AS_OF_HELP)
-    provenances: list[ProvenanceName] | None = Field(
-        default=None, min_length=1, max_length=4, description=PROVENANCE_FILTER_HELP
-    )
+    key: Annotated[MemoryKey, Strict()] | None = None
+    mode: SearchMode = "hybrid"
+    limit: Whole[SearchLimit] = DEFAULT_SEARCH_LIMIT
+    as_of: Annotated[AsOf, Strict()] = None
+    provenances: Provenances = None
 
 
 class KnowledgeCreate(_Body):
@@ -186,7 +257,7 @@ class KnowledgeCreate(_Body):
             ]
         }
     )
-    title: StrictStr = Field(min_length=1, max_length=300)
+    title: StrictStr = Field(min_length=1, max_length=kb.MAX_TITLE_CHARS)
     text: StrictStr = Field(
         min_length=1,
         max_length=MAX_DOCUMENT_CHARS,
@@ -197,14 +268,14 @@ class KnowledgeCreate(_Body):
             "(202, status indexing, progress at the Location given)."
         ),
     )
-    tags: list[StrictStr] | None = Field(default=None, max_length=20)
+    tags: list[StrictStr] | None = Field(default=None, max_length=kb.MAX_TAGS)
     source: StrictStr | None = Field(default=None, max_length=2_000)
 
 
 class KnowledgeSearch(_Body):
     model_config = ConfigDict(json_schema_extra={"examples": [{"query": "refunds", "limit": 3}]})
-    query: StrictStr = Field(min_length=1, max_length=4_000)
-    limit: WholeNumber = Field(default=5, ge=1, le=50)
+    query: Annotated[KnowledgeQuery, Strict()]
+    limit: Whole[KnowledgeLimit] = DEFAULT_KNOWLEDGE_LIMIT
 
 
 ErrorCode = Literal[
@@ -405,8 +476,8 @@ class Health(BaseModel):
 @lru_cache(maxsize=8_192)
 def iso(ts: float) -> str:
     """``ts`` as ISO 8601 UTC with milliseconds. Remembered: a listing or search answers
-    with three times a memory, and the same memories come back request after request
-    (2.6 us to format, 0.1 us to look up)."""
+    with three times a memory, and the same memories come back request after request; a
+    lookup costs a fraction of formatting one again."""
     return (
         datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     )

@@ -36,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.service.api_keys import ApiKeys
 from memstack.service.principal import Principal
+from memstack.transports.bearer import bearer_token
 from memstack.transports.errors import error_response
 from memstack.transports.mcp import require_sdk
 from memstack.wiring import Services
@@ -130,13 +131,12 @@ class _BearerGate:
         self.bounds = bounds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = dict(scope.get("headers") or [])
-        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = bearer_token(scope)
+        if token is None:
             message = "missing Bearer token: send the header `Authorization: Bearer <api key>`."
             await error_response(401, "unauthorized", message)(scope, receive, send)
             return
-        found = await self.keys.principal(token.strip())
+        found = await self.keys.principal(token)
         if found is None:
             await error_response(401, "unauthorized", "invalid or revoked API key.")(
                 scope, receive, send
@@ -145,7 +145,7 @@ class _BearerGate:
         reset = self.current.set(found)
         try:
             if scope["method"] == "GET":
-                await self._stream(scope, receive, _allow_on_405(send), token.strip())
+                await self._stream(scope, receive, _allow_on_405(send), token)
             else:
                 await self.app(scope, receive, _allow_on_405(send))
         finally:

@@ -6,13 +6,18 @@ shape (``memstack.transports.schemas``), and turns the service's errors into MCP
 errors carrying the service's message. Who is calling comes from ``caller``: the key
 given at start over stdio, the request's Bearer key over HTTP.
 
+The tools are a table (``_TOOLS``): each row is a small function building the tool over
+the server's services (``_Env``), its description and its annotations. Their parameters
+are the rules MCP shares with REST (``memstack.transports.schemas``).
+
 No ``from __future__ import annotations`` here: the SDK reads the tool signatures.
 """
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass
+from typing import Annotated, Any, Final
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -21,30 +26,43 @@ from pydantic import Field
 
 from memstack import __version__
 from memstack.errors import MemstackError, StoreUnavailable
-from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_SEARCH_LIMIT
-from memstack.service.paging import MAX_CURSOR_CHARS
+from memstack.service.knowledge import KnowledgeBase
+from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
-from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
-from memstack.service.types import (
-    MAX_ID_PART_CHARS,
-    MAX_KEY_CHARS,
-    MAX_PROVENANCE_DETAIL_CHARS,
-    MAX_VALUE_CHARS,
-)
 from memstack.transports.schemas import (
-    AS_OF_HELP,
+    CURSOR_HELP,
+    DEFAULT_BUDGET,
+    DEFAULT_KNOWLEDGE_LIMIT,
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_SEARCH_LIMIT,
     ID_RULE,
-    PROVENANCE_DETAIL_HELP,
-    PROVENANCE_FILTER_HELP,
     PROVENANCE_HELP,
+    AgentId,
+    AsOf,
+    Budget,
     ContextOut,
+    Cursor,
     Deleted,
+    IncludeSuperseded,
+    KnowledgeLimit,
+    KnowledgeQuery,
     KnowledgeResults,
+    ListLimit,
+    ListOffset,
     MemoryHistoryOut,
+    MemoryId,
+    MemoryKey,
     MemoryOut,
     MemoryPageOut,
+    MemoryValue,
+    ProvenanceDetail,
     ProvenanceName,
+    Provenances,
+    ScopeName,
+    SearchLimit,
+    SearchMode,
     SearchResults,
+    SessionId,
     Ttl,
     context_out,
     history_out,
@@ -68,21 +86,8 @@ INSTRUCTIONS = (
     "short key (the same key again updates it); use search_memories to find older ones."
 )
 
-AgentId = Annotated[
-    str, Field(min_length=1, max_length=MAX_ID_PART_CHARS, description=f"The agent. {ID_RULE}")
-]
-SessionId = Annotated[
-    str | None, Field(default=None, min_length=1, max_length=MAX_ID_PART_CHARS, description=ID_RULE)
-]
-ScopeName = Literal["session", "agent", "global"]
-MemoryId = Annotated[
-    str, Field(min_length=1, max_length=200, description="A memory's id (mem_...).")
-]
-AsOf = Annotated[float | None, Field(allow_inf_nan=False, description=AS_OF_HELP)]
-Provenances = Annotated[
-    list[ProvenanceName] | None,
-    Field(min_length=1, max_length=4, description=PROVENANCE_FILTER_HELP),
-]
+_OptionalSession = Annotated[SessionId | None, Field(description=ID_RULE)]
+_ToolFn = Callable[..., Awaitable[Any]]
 
 
 def build_server(
@@ -94,34 +99,58 @@ def build_server(
         server: MCPServer = MCPServer(
             "memstack", title="memstack memory", version=__version__, instructions=INSTRUCTIONS
         )
-    _memory_tools(server, services, caller, default_agent)
-    _context_tools(server, services, caller, default_agent)
+    env = _Env(services.memories, services.knowledge, caller, default_agent)
+    for tool in _TOOLS:
+        server.add_tool(tool.build(env), description=tool.description, annotations=tool.annotations)
+    _add_context_resource(server, env)
     return server
 
 
-def _memory_tools(
-    server: MCPServer, services: Services, caller: Caller, default_agent: str | None
-) -> None:
-    memories = services.memories
-    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False)
+@dataclass(frozen=True)
+class _Env:
+    """What one server's tools run against."""
 
-    @server.tool(
-        description=(
-            "Store a memory that persists across conversations. Use a short descriptive key; "
-            "storing the same key again (same agent and scope) updates it. Scope: 'agent' "
-            "(default) for this agent, 'session' for one session (session_id; without one, "
-            "the session 'default'), 'global' to share with every agent."
-        ),
-        annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True),
-    )
+    memories: MemoryService
+    knowledge: KnowledgeBase
+    caller: Caller
+    default_agent: str | None
+
+    def agent(self, agent_id: str | None) -> str:
+        """The agent named, else the server's default; a tool error without either."""
+        chosen = agent_id or self.default_agent
+        if chosen is None:
+            raise ToolError(
+                "agent_id is required: name the agent the memory is for, or start the server "
+                "with a default agent (`memstack mcp --agent-id NAME`)."
+            )
+        return chosen
+
+    async def context(
+        self, agent_id: str | None, session_id: str | None, query: str | None, budget: int
+    ) -> ContextOut:
+        found = await self.memories.prompt_context(
+            await self.caller(),
+            agent_id=self.agent(agent_id),
+            session_id=session_id,
+            query=query,
+            budget=budget,
+        )
+        return context_out(found)
+
+
+@dataclass(frozen=True)
+class _Tool:
+    """One row of the tool table: ``build(env)`` is the tool, named after its function."""
+
+    build: Callable[[_Env], _ToolFn]
+    description: str
+    annotations: ToolAnnotations
+
+
+def _store_memory(env: _Env) -> _ToolFn:
     async def store_memory(
-        key: Annotated[
-            str, Field(min_length=1, max_length=MAX_KEY_CHARS, description="Short descriptive key")
-        ],
-        value: Annotated[
-            str,
-            Field(min_length=1, max_length=MAX_VALUE_CHARS, description="The content to remember"),
-        ],
+        key: Annotated[MemoryKey, Field(description="Short descriptive key")],
+        value: Annotated[MemoryValue, Field(description="The content to remember")],
         scope: Annotated[
             ScopeName, Field(description="session, agent (default), or global")
         ] = "agent",
@@ -129,15 +158,13 @@ def _memory_tools(
             dict[str, Any] | None, Field(description="Optional metadata tags")
         ] = None,
         agent_id: Annotated[
-            str | None,
+            AgentId | None,
             Field(
-                min_length=1,
-                max_length=MAX_ID_PART_CHARS,
                 description="The agent the memory belongs to; the server's default agent "
-                "when omitted.",
+                "when omitted."
             ),
         ] = None,
-        session_id: SessionId = None,
+        session_id: _OptionalSession = None,
         ttl: Annotated[
             Ttl, Field(description="When it expires: an ISO 8601 time, or seconds from now.")
         ] = None,
@@ -145,19 +172,12 @@ def _memory_tools(
             ProvenanceName | None,
             Field(description=f"{PROVENANCE_HELP} Omitted: an update keeps the memory's."),
         ] = None,
-        provenance_detail: Annotated[
-            str | None,
-            Field(
-                min_length=1,
-                max_length=MAX_PROVENANCE_DETAIL_CHARS,
-                description=PROVENANCE_DETAIL_HELP,
-            ),
-        ] = None,
+        provenance_detail: ProvenanceDetail = None,
     ) -> MemoryOut:
         async with _tool_errors():
-            memory = await memories.store(
-                await caller(),
-                agent_id=_agent(agent_id, default_agent),
+            memory = await env.memories.store(
+                await env.caller(),
+                agent_id=env.agent(agent_id),
                 key=key,
                 value=value,
                 scope=scope,
@@ -169,33 +189,26 @@ def _memory_tools(
             )
         return memory_out(memory)
 
-    @server.tool(
-        description="Search memories by meaning and keywords (hybrid, default), keywords "
-        "only (text) or meaning only (semantic); best first, with scores and each "
-        "memory's provenance.",
-        annotations=read_only,
-    )
+    return store_memory
+
+
+def _search_memories(env: _Env) -> _ToolFn:
     async def search_memories(
-        query: Annotated[str, Field(min_length=1, max_length=MAX_VALUE_CHARS)],
+        query: MemoryValue,
         agent_id: Annotated[
-            str | None,
-            Field(
-                min_length=1,
-                max_length=MAX_ID_PART_CHARS,
-                description="Only this agent's (and global).",
-            ),
+            AgentId | None, Field(description="Only this agent's (and global).")
         ] = None,
         scope: ScopeName | None = None,
-        session_id: SessionId = None,
-        key: Annotated[str | None, Field(min_length=1, max_length=MAX_KEY_CHARS)] = None,
-        mode: Literal["hybrid", "text", "semantic"] = "hybrid",
-        limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = 10,
+        session_id: _OptionalSession = None,
+        key: MemoryKey | None = None,
+        mode: SearchMode = "hybrid",
+        limit: SearchLimit = DEFAULT_SEARCH_LIMIT,
         as_of: AsOf = None,
         provenances: Provenances = None,
     ) -> SearchResults:
         async with _tool_errors():
-            hits = await memories.search(
-                await caller(),
+            hits = await env.memories.search(
+                await env.caller(),
                 query,
                 agent_id=agent_id,
                 scope=scope,
@@ -208,36 +221,25 @@ def _memory_tools(
             )
         return SearchResults(results=[hit_out(h) for h in hits])
 
-    @server.tool(
-        description="A page of memories, newest first: the current versions, or those valid "
-        "as_of a moment, or every version (include_superseded); not both. For the next "
-        "page pass its next_cursor as cursor (null: the last page).",
-        annotations=read_only,
-    )
+    return search_memories
+
+
+def _list_memories(env: _Env) -> _ToolFn:
     async def list_memories(
-        agent_id: Annotated[str | None, Field(min_length=1, max_length=MAX_ID_PART_CHARS)] = None,
+        agent_id: AgentId | None = None,
         scope: ScopeName | None = None,
-        session_id: SessionId = None,
-        key: Annotated[str | None, Field(min_length=1, max_length=MAX_KEY_CHARS)] = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 50,
-        offset: Annotated[int, Field(ge=0, le=MAX_LIST_OFFSET)] = 0,
-        cursor: Annotated[
-            str | None,
-            Field(
-                min_length=1,
-                max_length=MAX_CURSOR_CHARS,
-                description="The next_cursor of the page before: the page after it, at any depth.",
-            ),
-        ] = None,
+        session_id: _OptionalSession = None,
+        key: MemoryKey | None = None,
+        limit: ListLimit = DEFAULT_LIST_LIMIT,
+        offset: ListOffset = 0,
+        cursor: Annotated[Cursor | None, Field(description=f"{CURSOR_HELP}.")] = None,
         as_of: AsOf = None,
-        include_superseded: Annotated[
-            bool, Field(description="Every version, current or closed, each with its validity.")
-        ] = False,
+        include_superseded: IncludeSuperseded = False,
         provenances: Provenances = None,
     ) -> MemoryPageOut:
         async with _tool_errors():
-            page = await memories.list(
-                await caller(),
+            page = await env.memories.list(
+                await env.caller(),
                 agent_id=agent_id,
                 scope=scope,
                 session_id=session_id,
@@ -251,89 +253,117 @@ def _memory_tools(
             )
         return page_out(page)
 
-    @server.tool(description="One memory by its id.", annotations=read_only)
+    return list_memories
+
+
+def _get_memory(env: _Env) -> _ToolFn:
     async def get_memory(memory_id: MemoryId) -> MemoryOut:
         async with _tool_errors():
-            memory = await memories.get(await caller(), memory_id)
+            memory = await env.memories.get(await env.caller(), memory_id)
         return memory_out(memory)
 
-    @server.tool(
-        description="Every version of a memory, oldest first, each with its validity "
-        "(valid_from, valid_to: null on the current one) and what ended it (superseded_by, "
-        "closed_reason). Storing a new value under a memory's key supersedes its value.",
-        annotations=read_only,
-    )
+    return get_memory
+
+
+def _memory_history(env: _Env) -> _ToolFn:
     async def memory_history(memory_id: MemoryId) -> MemoryHistoryOut:
         async with _tool_errors():
-            versions = await memories.history(await caller(), memory_id)
+            versions = await env.memories.history(await env.caller(), memory_id)
         return history_out(memory_id, versions)
 
-    @server.tool(
-        description="Delete a memory by its id, from every tier, with every version of it "
-        "(an erasure: nothing of it stays in its history).",
-        annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
-    )
+    return memory_history
+
+
+def _delete_memory(env: _Env) -> _ToolFn:
     async def delete_memory(memory_id: MemoryId) -> Deleted:
         async with _tool_errors():
-            removed = await memories.delete(await caller(), memory_id)
+            removed = await env.memories.delete(await env.caller(), memory_id)
         return Deleted(deleted=True, id=removed.id)
 
+    return delete_memory
 
-def _context_tools(
-    server: MCPServer, services: Services, caller: Caller, default_agent: str | None
-) -> None:
-    memories, knowledge = services.memories, services.knowledge
-    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False)
 
-    async def context(
-        agent_id: str | None, session_id: str | None, query: str | None, budget: int
-    ) -> ContextOut:
-        found = await memories.prompt_context(
-            await caller(),
-            agent_id=_agent(agent_id, default_agent),
-            session_id=session_id,
-            query=query,
-            budget=budget,
-        )
-        return context_out(found)
-
-    @server.tool(
-        description="What is remembered for an agent, as the <memories> block to read before "
-        "answering (its session's, its own and the global memories) and, for a query, the "
-        "<knowledge> block of the best matching documents.",
-        annotations=read_only,
-    )
+def _get_context(env: _Env) -> _ToolFn:
     async def get_context(
         agent_id: Annotated[
-            str | None,
-            Field(
-                min_length=1,
-                max_length=MAX_ID_PART_CHARS,
-                description="The server's default when omitted.",
-            ),
+            AgentId | None, Field(description="The server's default when omitted.")
         ] = None,
-        session_id: SessionId = None,
-        query: Annotated[str | None, Field(min_length=1, max_length=4_000)] = None,
-        budget: Annotated[
-            int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Characters, at most.")
-        ] = 8_000,
+        session_id: _OptionalSession = None,
+        query: KnowledgeQuery | None = None,
+        budget: Budget = DEFAULT_BUDGET,
     ) -> ContextOut:
         async with _tool_errors():
-            return await context(agent_id, session_id, query, budget)
+            return await env.context(agent_id, session_id, query, budget)
 
-    @server.tool(
-        description="Search the knowledge documents (added through the API) by meaning and "
-        "keywords; the best passages first.",
-        annotations=read_only,
-    )
+    return get_context
+
+
+def _search_knowledge(env: _Env) -> _ToolFn:
     async def search_knowledge(
-        query: Annotated[str, Field(min_length=1, max_length=4_000)],
-        limit: Annotated[int, Field(ge=1, le=50)] = 5,
+        query: KnowledgeQuery, limit: KnowledgeLimit = DEFAULT_KNOWLEDGE_LIMIT
     ) -> KnowledgeResults:
         async with _tool_errors():
-            hits = await knowledge.search(await caller(), query, limit=limit)
+            hits = await env.knowledge.search(await env.caller(), query, limit=limit)
         return KnowledgeResults(results=[knowledge_hit_out(h) for h in hits])
 
+    return search_knowledge
+
+
+_READ_ONLY: Final = ToolAnnotations(read_only_hint=True, destructive_hint=False)
+_TOOLS: Final = (
+    _Tool(
+        _store_memory,
+        "Store a memory that persists across conversations. Use a short descriptive key; "
+        "storing the same key again (same agent and scope) updates it. Scope: 'agent' "
+        "(default) for this agent, 'session' for one session (session_id; without one, "
+        "the session 'default'), 'global' to share with every agent.",
+        ToolAnnotations(destructive_hint=False, idempotent_hint=True),
+    ),
+    _Tool(
+        _search_memories,
+        "Search memories by meaning and keywords (hybrid, default), keywords "
+        "only (text) or meaning only (semantic); best first, with scores and each "
+        "memory's provenance.",
+        _READ_ONLY,
+    ),
+    _Tool(
+        _list_memories,
+        "A page of memories, newest first: the current versions, or those valid "
+        "as_of a moment, or every version (include_superseded); not both. For the next "
+        "page pass its next_cursor as cursor (null: the last page).",
+        _READ_ONLY,
+    ),
+    _Tool(_get_memory, "One memory by its id.", _READ_ONLY),
+    _Tool(
+        _memory_history,
+        "Every version of a memory, oldest first, each with its validity "
+        "(valid_from, valid_to: null on the current one) and what ended it (superseded_by, "
+        "closed_reason). Storing a new value under a memory's key supersedes its value.",
+        _READ_ONLY,
+    ),
+    _Tool(
+        _delete_memory,
+        "Delete a memory by its id, from every tier, with every version of it "
+        "(an erasure: nothing of it stays in its history).",
+        ToolAnnotations(destructive_hint=True, idempotent_hint=True),
+    ),
+    _Tool(
+        _get_context,
+        "What is remembered for an agent, as the <memories> block to read before "
+        "answering (its session's, its own and the global memories) and, for a query, the "
+        "<knowledge> block of the best matching documents.",
+        _READ_ONLY,
+    ),
+    _Tool(
+        _search_knowledge,
+        "Search the knowledge documents (added through the API) by meaning and "
+        "keywords; the best passages first.",
+        _READ_ONLY,
+    ),
+)
+
+
+def _add_context_resource(server: MCPServer, env: _Env) -> None:
     @server.resource(
         CONTEXT_RESOURCE,
         name="memories",
@@ -342,19 +372,9 @@ def _context_tools(
     )
     async def memories_block(agent_id: str) -> str:
         try:
-            return (await context(agent_id, None, None, 8_000)).memories_block
+            return (await env.context(agent_id, None, None, DEFAULT_BUDGET)).memories_block
         except (MemstackError, ToolError) as exc:
             raise ResourceError(str(exc)) from exc
-
-
-def _agent(agent_id: str | None, default_agent: str | None) -> str:
-    chosen = agent_id or default_agent
-    if chosen is None:
-        raise ToolError(
-            "agent_id is required: name the agent the memory is for, or start the server with "
-            "a default agent (`memstack mcp --agent-id NAME`)."
-        )
-    return chosen
 
 
 @contextmanager

@@ -22,8 +22,10 @@ answered there as before:
   400 or 422 with every field's error), or with more than 200 brackets, which might
   nest deeper than ``json.loads`` recurses (FastAPI answers);
 - a listing with any query parameter but ``agent_id``, ``limit`` and ``offset``, one of
-  them twice, or a value FastAPI might read otherwise than plain digits and an id of
-  1-128 characters (FastAPI answers, a 422 where it refuses one).
+  them twice, or a value the route's own parameter types refuse (FastAPI answers, a 422).
+
+The Bearer key is read as every door reads it (``transports.bearer``), and the listing's
+parameters are checked by the types the FastAPI route declares (``transports.schemas``).
 
 It sits inside ``BodyLimit``, so an oversized body is refused with 413 while it reads.
 """
@@ -31,23 +33,28 @@ It sits inside ``BodyLimit``, so an oversized body is refused with 413 while it 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Final
 from urllib.parse import parse_qsl
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstack.service.api_keys import ApiKeys
-from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemoryService
+from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
-from memstack.service.types import MAX_ID_PART_CHARS
+from memstack.transports.bearer import bearer_token
 from memstack.transports.errors import service_error_response
 from memstack.transports.rest.routes import listed, searched, stored
-from memstack.transports.schemas import MemoryCreate, SearchRequest
+from memstack.transports.schemas import (
+    DEFAULT_LIST_LIMIT,
+    AgentId,
+    ListLimit,
+    ListOffset,
+    MemoryCreate,
+    SearchRequest,
+)
 from memstack.wiring import Services
 
 __all__ = ["HotRoutes"]
@@ -71,17 +78,19 @@ _ROUTES: Final[dict[tuple[str, str], tuple[type[BaseModel], _Answer, int]]] = {
     ("POST", "/api/memories/search"): (SearchRequest, _search, 200),
 }
 _LIST: Final = ("GET", "/api/memories")
-_DIGITS: Final = re.compile(r"0|[1-9][0-9]{0,8}")
 _MAX_OPENINGS: Final = 200
 """Brackets (``{`` and ``[``, in strings too) a body answered here may hold: far more than
 a memory or a search takes, far fewer than the ~1,000 levels ``json.loads`` can nest."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class _ListQuery:
-    agent_id: str | None = None
-    limit: int = 50  # the FastAPI route's defaults
-    offset: int = 0
+class _ListQuery(BaseModel):
+    """The listing's query parameters, typed as the FastAPI route types them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent_id: AgentId | None = None
+    limit: ListLimit = DEFAULT_LIST_LIMIT
+    offset: ListOffset = 0
 
 
 class HotRoutes:
@@ -97,7 +106,7 @@ class HotRoutes:
             await self._list(scope, receive, send)
             return
         route = _route(scope)
-        token = _bearer_token(scope) if route is not None else None
+        token = bearer_token(scope) if route is not None else None
         if route is None or token is None or not _sends_json(scope):
             await self.app(scope, receive, send)
             return
@@ -128,7 +137,7 @@ class HotRoutes:
 
     async def _list(self, scope: Scope, receive: Receive, send: Send) -> None:
         query = _list_query(scope.get("query_string", b""))
-        token = _bearer_token(scope) if query is not None else None
+        token = bearer_token(scope) if query is not None else None
         caller = None if token is None else await self._principal(token)
         if isinstance(caller, JSONResponse):  # the key could not be looked up
             await caller(scope, receive, send)
@@ -174,41 +183,21 @@ def _is_list(scope: Scope) -> bool:
 
 
 def _list_query(raw: bytes) -> _ListQuery | None:
-    """The listing's parameters, read as Starlette reads a query string; None for any
-    the FastAPI route should read itself."""
+    """The listing's parameters, read as Starlette reads a query string and checked by
+    the route's own types; None for any the FastAPI route should read itself."""
     pairs = parse_qsl(raw.decode("latin-1"), keep_blank_values=True)
-    names = [name for name, _ in pairs]
-    if len(set(names)) != len(names) or not set(names) <= {"agent_id", "limit", "offset"}:
+    if len({name for name, _ in pairs}) != len(pairs):
         return None
-    given = dict(pairs)
-    agent_id = given.get("agent_id")
-    if agent_id is not None and not 1 <= len(agent_id) <= MAX_ID_PART_CHARS:
+    try:
+        return _ListQuery.model_validate(dict(pairs))
+    except ValidationError:
         return None
-    numbers: dict[str, int] = {}
-    for name, low, high in (("limit", 1, MAX_LIST_LIMIT), ("offset", 0, MAX_LIST_OFFSET)):
-        text = given.get(name)
-        if text is None:
-            continue
-        if not _DIGITS.fullmatch(text) or not low <= int(text) <= high:
-            return None
-        numbers[name] = int(text)
-    return _ListQuery(agent_id=agent_id, **numbers)
 
 
 def _route(scope: Scope) -> tuple[type[BaseModel], _Answer, int] | None:
     if scope["type"] != "http" or scope.get("root_path"):
         return None
     return _ROUTES.get((scope["method"], scope["path"]))
-
-
-def _bearer_token(scope: Scope) -> str | None:
-    """The key of the first ``Authorization: Bearer <key>`` header, as FastAPI's
-    ``HTTPBearer`` reads it; None without one."""
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            scheme, _, credentials = value.decode("latin-1").partition(" ")
-            return credentials if scheme.lower() == "bearer" and credentials else None
-    return None
 
 
 def _sends_json(scope: Scope) -> bool:

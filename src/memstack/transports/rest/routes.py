@@ -1,51 +1,65 @@
 """The REST routes: thin adapters from HTTP to the memory service and knowledge base.
 
-Each route declares its response model and every error status it can answer
-(``error_responses``), so ``/openapi.json`` says what the server really does.
+The routes are tables (``_MEMORY_ROUTES``, ``_KNOWLEDGE_ROUTES``): each row names its
+method, path, handler and every error status it can answer (``error_responses``), so
+``/openapi.json`` says what the server really does. A handler is one small function per
+endpoint, built for each app over its services and its keys (``_Api``); its parameters
+are the rules REST shares with MCP (``memstack.transports.schemas``).
 
-No ``from __future__ import annotations`` here: FastAPI reads the route signatures,
-whose ``Caller`` dependency is built per app inside the router functions."""
+No ``from __future__ import annotations`` here: FastAPI reads the handler signatures,
+whose caller dependency is built per app."""
 
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
-from memstack.service import knowledge as kb
-from memstack.service.memories import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MemoryService
-from memstack.service.paging import MAX_CURSOR_CHARS
+from memstack.service.knowledge import KnowledgeBase
+from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
-from memstack.service.prompt import MAX_BUDGET, MIN_BUDGET
-from memstack.service.types import MAX_ID_PART_CHARS
 from memstack.transports.errors import RETRY_AFTER_DOC, RETRY_AFTER_S, error_responses
 from memstack.transports.rest.auth import bearer_principal
 from memstack.transports.rest.health import HealthCheck
 from memstack.transports.rest.restore_schemas import RestoreOut, RestoreRequest, restore_in
 from memstack.transports.schemas import (
-    AS_OF_HELP,
-    DOCUMENT_ID_PATTERN,
-    ID_PATTERN,
-    ID_RULE,
-    MEMORY_ID_PATTERN,
+    CURSOR_HELP,
+    DEFAULT_BUDGET,
+    DEFAULT_LIST_LIMIT,
     PROVENANCE_FILTER_HELP,
+    AgentId,
+    AsOf,
+    Budget,
     ContextOut,
+    Cursor,
     Deleted,
     DeletedCount,
+    DocumentId,
+    DocumentListLimit,
+    DocumentListOffset,
     DocumentOut,
     DocumentPage,
     DocumentSummary,
     Health,
+    IncludeSuperseded,
     KnowledgeCreate,
+    KnowledgeQuery,
     KnowledgeResults,
     KnowledgeSearch,
+    ListLimit,
+    ListOffset,
     MemoryCreate,
     MemoryHistoryOut,
+    MemoryId,
+    MemoryKey,
     MemoryOut,
     MemoryPageOut,
     MemoryUpdate,
-    ProvenanceName,
+    Provenances,
     ScopeName,
     SearchRequest,
     SearchResults,
+    SessionId,
     context_out,
     document_out,
     document_summary,
@@ -59,29 +73,9 @@ from memstack.wiring import Services
 
 __all__ = ["api_routes", "health_route", "searched", "stored"]
 
-IdParam = Annotated[
-    str,
-    Query(
-        min_length=1,
-        max_length=MAX_ID_PART_CHARS,
-        description=ID_RULE,
-        json_schema_extra=ID_PATTERN,
-    ),
-]
-MemoryId = Annotated[
-    str,
-    Path(
-        max_length=200, description="A memory's id (mem_...).", json_schema_extra=MEMORY_ID_PATTERN
-    ),
-]
-DocumentId = Annotated[
-    str,
-    Path(
-        max_length=200,
-        description="A document's id (doc_...).",
-        json_schema_extra=DOCUMENT_ID_PATTERN,
-    ),
-]
+_MemoryIdPath = Annotated[MemoryId, Path()]
+_DocumentIdPath = Annotated[DocumentId, Path()]
+_Endpoint = Callable[..., Awaitable[Any]]
 
 # Every /api route: no key (401), a store down (503), the wrong method on its path (405).
 _ALWAYS = (401, 405, 503)
@@ -93,73 +87,74 @@ _INDEXING: dict[str, Any] = {
 }
 
 
+@dataclass(frozen=True)
+class _Api:
+    """What one app's handlers run against."""
+
+    memories: MemoryService
+    knowledge: KnowledgeBase
+    auth: Any
+    """``Depends`` on the app's keys: a parameter ``Annotated[Principal, api.auth]`` is the
+    caller, resolved from the request's Bearer key (401 without a valid one)."""
+
+
+@dataclass(frozen=True)
+class _Route:
+    """One row of a route table: ``handler(api)`` answers ``method path``."""
+
+    method: str
+    path: str
+    handler: Callable[[_Api], _Endpoint]
+    errors: tuple[int, ...]
+    status_code: int | None = None
+    more: dict[int | str, dict[str, Any]] = field(default_factory=dict)
+    """Documented answers besides the errors."""
+
+
 def api_routes(services: Services) -> APIRouter:
     """Every authenticated route, under ``/api``."""
     router = APIRouter(prefix="/api")
-    router.include_router(_memory_routes(services))
-    router.include_router(_restore_routes(services))
-    router.include_router(_context_routes(services))
-    router.include_router(_knowledge_routes(services))
+    api = _Api(services.memories, services.knowledge, Depends(bearer_principal(services.keys)))
+    for tag, routes in (("memories", _MEMORY_ROUTES), ("knowledge", _KNOWLEDGE_ROUTES)):
+        for route in routes:
+            router.add_api_route(
+                route.path,
+                route.handler(api),
+                methods=[route.method],
+                tags=[tag],
+                status_code=route.status_code,
+                responses={**error_responses(*route.errors), **route.more},
+            )
     return router
 
 
-def _restore_routes(services: Services) -> APIRouter:
-    router = APIRouter(tags=["memories"])
-    Caller = Annotated[Principal, Depends(bearer_principal(services.keys))]
-    memories = services.memories
-
-    @router.post("/memories/restore", responses=error_responses(*_ALWAYS, *_BODY, 403))
-    async def restore_memories(body: RestoreRequest, caller: Caller) -> RestoreOut:
-        """Write back memories of an export, each with every version of it (history,
-        validity, times, provenance), in one transaction: ``memstack memories import``.
-        A memory the store already holds is left as it is (``skipped``) unless
-        ``replace``. Ids follow from the key's tenant and each identity, as for a store;
-        running it again changes nothing."""
-        done = await memories.restore(caller, restore_in(body), replace=body.replace)
-        return RestoreOut(restored=done.memories, versions=done.versions, skipped=done.skipped)
-
-    return router
-
-
-def _memory_routes(services: Services) -> APIRouter:
-    router = APIRouter(tags=["memories"])
-    Caller = Annotated[Principal, Depends(bearer_principal(services.keys))]
-    memories = services.memories
-
-    @router.post("/memories", status_code=201, responses=error_responses(*_ALWAYS, *_BODY, 403))
-    async def store_memory(body: MemoryCreate, caller: Caller) -> MemoryOut:
+def _store_memory(api: _Api) -> _Endpoint:
+    async def store_memory(body: MemoryCreate, caller: Annotated[Principal, api.auth]) -> MemoryOut:
         """Store a memory; the same (agent_id, scope, key) again updates it."""
-        return await stored(memories, caller, body)
+        return await stored(api.memories, caller, body)
 
-    @router.get("/memories", responses=error_responses(*_ALWAYS, 403, 422))
+    return store_memory
+
+
+def _list_memories(api: _Api) -> _Endpoint:
     async def list_memories(
-        caller: Caller,
-        agent_id: IdParam | None = None,
+        caller: Annotated[Principal, api.auth],
+        agent_id: AgentId | None = None,
         scope: ScopeName | None = None,
-        session_id: IdParam | None = None,
-        key: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
-        limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
-        offset: Annotated[int, Query(ge=0, le=MAX_LIST_OFFSET)] = 0,
+        session_id: SessionId | None = None,
+        key: MemoryKey | None = None,
+        limit: ListLimit = DEFAULT_LIST_LIMIT,
+        offset: ListOffset = 0,
         cursor: Annotated[
-            str | None,
-            Query(
-                min_length=1,
-                max_length=MAX_CURSOR_CHARS,
-                description="The next_cursor of the page before: the page after it, at any "
-                "depth (offset then skips that many more).",
-            ),
+            Cursor | None, Query(description=f"{CURSOR_HELP} (offset then skips that many more).")
         ] = None,
-        as_of: Annotated[float | None, Query(allow_inf_nan=False, description=AS_OF_HELP)] = None,
-        include_superseded: Annotated[
-            bool,
-            Query(description="Every version, current or closed, each with its validity."),
-        ] = False,
+        as_of: Annotated[AsOf, Query()] = None,
+        include_superseded: Annotated[IncludeSuperseded, Query()] = False,
         provenance: Annotated[
-            list[ProvenanceName] | None,
+            Provenances,
             Query(
-                max_length=4,
                 description=f"{PROVENANCE_FILTER_HELP} Repeat the parameter for several: "
-                "?provenance=tool_output&provenance=imported.",
+                "?provenance=tool_output&provenance=imported."
             ),
         ] = None,
     ) -> MemoryPageOut:
@@ -167,7 +162,7 @@ def _memory_routes(services: Services) -> APIRouter:
         ``as_of`` a moment, or every version (``include_superseded``); not both. Page
         with ``cursor`` (each page's ``next_cursor``) at any depth, or ``offset``."""
         return await listed(
-            memories,
+            api.memories,
             caller,
             agent_id=agent_id,
             scope=scope,
@@ -181,38 +176,61 @@ def _memory_routes(services: Services) -> APIRouter:
             provenances=provenance,
         )
 
-    @router.delete("/memories", responses=error_responses(*_ALWAYS, 403, 422))
+    return list_memories
+
+
+def _delete_memories(api: _Api) -> _Endpoint:
     async def delete_memories(
-        caller: Caller,
-        agent_id: IdParam | None = None,
-        session_id: IdParam | None = None,
+        caller: Annotated[Principal, api.auth],
+        agent_id: AgentId | None = None,
+        session_id: SessionId | None = None,
         scope: ScopeName | None = None,
     ) -> DeletedCount:
         """Erase an agent's or a session's memories (what the same filters list), in
         every tier; ``agent_id`` or ``session_id`` is required."""
-        count = await memories.delete_many(
+        count = await api.memories.delete_many(
             caller, agent_id=agent_id, session_id=session_id, scope=scope
         )
         return DeletedCount(deleted=count)
 
-    @router.post("/memories/search", responses=error_responses(*_ALWAYS, *_BODY, 403))
-    async def search_memories(body: SearchRequest, caller: Caller) -> SearchResults:
+    return delete_memories
+
+
+def _search_memories(api: _Api) -> _Endpoint:
+    async def search_memories(
+        body: SearchRequest, caller: Annotated[Principal, api.auth]
+    ) -> SearchResults:
         """Full-text, semantic or hybrid (default) search of the current versions, or of
         those valid ``as_of`` a moment."""
-        return await searched(memories, caller, body)
+        return await searched(api.memories, caller, body)
 
-    @router.get("/memories/{memory_id}", responses=error_responses(*_ALWAYS, 404, 422))
-    async def get_memory(memory_id: MemoryId, caller: Caller) -> MemoryOut:
-        return memory_out(await memories.get(caller, memory_id))
+    return search_memories
 
-    @router.get("/memories/{memory_id}/history", responses=error_responses(*_ALWAYS, 404, 422))
-    async def memory_history(memory_id: MemoryId, caller: Caller) -> MemoryHistoryOut:
+
+def _get_memory(api: _Api) -> _Endpoint:
+    async def get_memory(
+        memory_id: _MemoryIdPath, caller: Annotated[Principal, api.auth]
+    ) -> MemoryOut:
+        return memory_out(await api.memories.get(caller, memory_id))
+
+    return get_memory
+
+
+def _memory_history(api: _Api) -> _Endpoint:
+    async def memory_history(
+        memory_id: _MemoryIdPath, caller: Annotated[Principal, api.auth]
+    ) -> MemoryHistoryOut:
         """Every version of a memory, oldest first, each with its validity and what
         replaced it; also after the memory cap evicted it. A deleted memory has none."""
-        return history_out(memory_id, await memories.history(caller, memory_id))
+        return history_out(memory_id, await api.memories.history(caller, memory_id))
 
-    @router.put("/memories/{memory_id}", responses=error_responses(*_ALWAYS, *_BODY, 403, 404))
-    async def update_memory(memory_id: MemoryId, body: MemoryUpdate, caller: Caller) -> MemoryOut:
+    return memory_history
+
+
+def _update_memory(api: _Api) -> _Endpoint:
+    async def update_memory(
+        memory_id: _MemoryIdPath, body: MemoryUpdate, caller: Annotated[Principal, api.auth]
+    ) -> MemoryOut:
         """Change value, metadata, TTL (``"ttl": null`` removes it) or provenance in every
         tier."""
         changes: dict[str, Any] = {
@@ -223,14 +241,162 @@ def _memory_routes(services: Services) -> APIRouter:
         }
         if "ttl" in body.model_fields_set:
             changes["ttl"] = body.ttl
-        return memory_out(await memories.update(caller, memory_id, **changes))
+        return memory_out(await api.memories.update(caller, memory_id, **changes))
 
-    @router.delete("/memories/{memory_id}", responses=error_responses(*_ALWAYS, 403, 404, 422))
-    async def delete_memory(memory_id: MemoryId, caller: Caller) -> Deleted:
-        removed = await memories.delete(caller, memory_id)
+    return update_memory
+
+
+def _delete_memory(api: _Api) -> _Endpoint:
+    async def delete_memory(
+        memory_id: _MemoryIdPath, caller: Annotated[Principal, api.auth]
+    ) -> Deleted:
+        removed = await api.memories.delete(caller, memory_id)
         return Deleted(deleted=True, id=removed.id)
 
-    return router
+    return delete_memory
+
+
+def _restore_memories(api: _Api) -> _Endpoint:
+    async def restore_memories(
+        body: RestoreRequest, caller: Annotated[Principal, api.auth]
+    ) -> RestoreOut:
+        """Write back memories of an export, each with every version of it (history,
+        validity, times, provenance), in one transaction: ``memstack memories import``.
+        A memory the store already holds is left as it is (``skipped``) unless
+        ``replace``. Ids follow from the key's tenant and each identity, as for a store;
+        running it again changes nothing."""
+        done = await api.memories.restore(caller, restore_in(body), replace=body.replace)
+        return RestoreOut(restored=done.memories, versions=done.versions, skipped=done.skipped)
+
+    return restore_memories
+
+
+def _context(api: _Api) -> _Endpoint:
+    async def context(
+        caller: Annotated[Principal, api.auth],
+        agent_id: Annotated[AgentId, Query()],
+        session_id: SessionId | None = None,
+        query: KnowledgeQuery | None = None,
+        budget: Annotated[Budget, Query()] = DEFAULT_BUDGET,
+    ) -> ContextOut:
+        """What to inject before the agent runs: the ``<memories>`` block and, for a
+        query, the ``<knowledge>`` block."""
+        found = await api.memories.prompt_context(
+            caller, agent_id=agent_id, session_id=session_id, query=query, budget=budget
+        )
+        return context_out(found)
+
+    return context
+
+
+def _add_document(api: _Api) -> _Endpoint:
+    async def add_document(
+        body: KnowledgeCreate,
+        caller: Annotated[Principal, api.auth],
+        request: Request,
+        response: Response,
+    ) -> DocumentSummary:
+        """Add a document: embedded now (201) or, over 128 passages, in the background
+        (202; ``Location`` is its status, searchable passage by passage meanwhile). The
+        text may be up to 10 MiB, the body 12 MiB."""
+        doc = await api.knowledge.add(
+            caller,
+            title=body.title,
+            text=body.text,
+            tags=body.tags,
+            source=body.source,
+            background=True,
+        )
+        if doc.status == "indexing":
+            response.status_code = 202
+            location = request.url_for("document_status", document_id=doc.id)
+            response.headers["Location"] = str(location)
+        return document_summary(doc)
+
+    return add_document
+
+
+def _list_documents(api: _Api) -> _Endpoint:
+    async def list_documents(
+        caller: Annotated[Principal, api.auth],
+        limit: DocumentListLimit = DEFAULT_LIST_LIMIT,
+        offset: DocumentListOffset = 0,
+    ) -> DocumentPage:
+        docs, total = await api.knowledge.list(caller, limit=limit, offset=offset)
+        return DocumentPage(
+            documents=[document_summary(d) for d in docs], total=total, limit=limit, offset=offset
+        )
+
+    return list_documents
+
+
+def _search_documents(api: _Api) -> _Endpoint:
+    async def search_documents(
+        body: KnowledgeSearch, caller: Annotated[Principal, api.auth]
+    ) -> KnowledgeResults:
+        hits = await api.knowledge.search(caller, body.query, limit=body.limit)
+        return KnowledgeResults(results=[knowledge_hit_out(h) for h in hits])
+
+    return search_documents
+
+
+def _get_document(api: _Api) -> _Endpoint:
+    async def get_document(
+        document_id: _DocumentIdPath, caller: Annotated[Principal, api.auth]
+    ) -> DocumentOut:
+        """The document with its text and its indexing progress."""
+        return document_out(await api.knowledge.get(caller, document_id))
+
+    return get_document
+
+
+def _document_status(api: _Api) -> _Endpoint:
+    async def document_status(
+        document_id: _DocumentIdPath, caller: Annotated[Principal, api.auth]
+    ) -> DocumentSummary:
+        """The document without its text: poll this while it is ``indexing``."""
+        return document_summary(await api.knowledge.status(caller, document_id))
+
+    return document_status
+
+
+def _delete_document(api: _Api) -> _Endpoint:
+    async def delete_document(
+        document_id: _DocumentIdPath, caller: Annotated[Principal, api.auth]
+    ) -> Deleted:
+        removed = await api.knowledge.delete(caller, document_id)
+        return Deleted(deleted=True, id=removed.id)
+
+    return delete_document
+
+
+_MEMORY_ROUTES: Final = (
+    _Route("POST", "/memories", _store_memory, (*_ALWAYS, *_BODY, 403), status_code=201),
+    _Route("GET", "/memories", _list_memories, (*_ALWAYS, 403, 422)),
+    _Route("DELETE", "/memories", _delete_memories, (*_ALWAYS, 403, 422)),
+    _Route("POST", "/memories/search", _search_memories, (*_ALWAYS, *_BODY, 403)),
+    _Route("GET", "/memories/{memory_id}", _get_memory, (*_ALWAYS, 404, 422)),
+    _Route("GET", "/memories/{memory_id}/history", _memory_history, (*_ALWAYS, 404, 422)),
+    _Route("PUT", "/memories/{memory_id}", _update_memory, (*_ALWAYS, *_BODY, 403, 404)),
+    _Route("DELETE", "/memories/{memory_id}", _delete_memory, (*_ALWAYS, 403, 404, 422)),
+    _Route("POST", "/memories/restore", _restore_memories, (*_ALWAYS, *_BODY, 403)),
+    _Route("GET", "/context", _context, (*_ALWAYS, 403, 422)),
+)
+_KNOWLEDGE_ROUTES: Final = (
+    _Route(
+        "POST",
+        "/knowledge",
+        _add_document,
+        (*_ALWAYS, *_BODY, 403),
+        status_code=201,
+        more={202: _INDEXING},
+    ),
+    _Route("GET", "/knowledge", _list_documents, (*_ALWAYS, 422)),
+    _Route("POST", "/knowledge/search", _search_documents, (*_ALWAYS, *_BODY)),
+    _Route("GET", "/knowledge/{document_id}", _get_document, (*_ALWAYS, 404, 422)),
+    _Route("GET", "/knowledge/{document_id}/status", _document_status, (*_ALWAYS, 404, 422)),
+    _Route("DELETE", "/knowledge/{document_id}", _delete_document, (*_ALWAYS, 403, 404, 422)),
+)
 
 
 async def stored(memories: MemoryService, caller: Principal, body: MemoryCreate) -> MemoryOut:
@@ -273,97 +439,6 @@ async def searched(
         provenances=body.provenances,
     )
     return SearchResults(results=[hit_out(h) for h in hits])
-
-
-def _context_routes(services: Services) -> APIRouter:
-    router = APIRouter(tags=["memories"])
-    Caller = Annotated[Principal, Depends(bearer_principal(services.keys))]
-    memories = services.memories
-
-    @router.get("/context", responses=error_responses(*_ALWAYS, 403, 422))
-    async def context(
-        caller: Caller,
-        agent_id: IdParam,
-        session_id: IdParam | None = None,
-        query: Annotated[str | None, Query(min_length=1, max_length=4000)] = None,
-        budget: Annotated[int, Query(ge=MIN_BUDGET, le=MAX_BUDGET)] = 8_000,
-    ) -> ContextOut:
-        """What to inject before the agent runs: the ``<memories>`` block and, for a
-        query, the ``<knowledge>`` block."""
-        found = await memories.prompt_context(
-            caller,
-            agent_id=agent_id,
-            session_id=session_id,
-            query=query,
-            budget=budget,
-        )
-        return context_out(found)
-
-    return router
-
-
-def _knowledge_routes(services: Services) -> APIRouter:
-    router = APIRouter(tags=["knowledge"])
-    Caller = Annotated[Principal, Depends(bearer_principal(services.keys))]
-    knowledge = services.knowledge
-
-    @router.post(
-        "/knowledge",
-        status_code=201,
-        responses={**error_responses(*_ALWAYS, *_BODY, 403), 202: _INDEXING},
-    )
-    async def add_document(
-        body: KnowledgeCreate, caller: Caller, request: Request, response: Response
-    ) -> DocumentSummary:
-        """Add a document: embedded now (201) or, over 128 passages, in the background
-        (202; ``Location`` is its status, searchable passage by passage meanwhile). The
-        text may be up to 10 MiB, the body 12 MiB."""
-        doc = await knowledge.add(
-            caller,
-            title=body.title,
-            text=body.text,
-            tags=body.tags,
-            source=body.source,
-            background=True,
-        )
-        if doc.status == "indexing":
-            response.status_code = 202
-            location = request.url_for("document_status", document_id=doc.id)
-            response.headers["Location"] = str(location)
-        return document_summary(doc)
-
-    @router.get("/knowledge", responses=error_responses(*_ALWAYS, 422))
-    async def list_documents(
-        caller: Caller,
-        limit: Annotated[int, Query(ge=1, le=500)] = 50,
-        offset: Annotated[int, Query(ge=0, le=kb.MAX_LIST_OFFSET)] = 0,
-    ) -> DocumentPage:
-        docs, total = await knowledge.list(caller, limit=limit, offset=offset)
-        return DocumentPage(
-            documents=[document_summary(d) for d in docs], total=total, limit=limit, offset=offset
-        )
-
-    @router.post("/knowledge/search", responses=error_responses(*_ALWAYS, *_BODY))
-    async def search_documents(body: KnowledgeSearch, caller: Caller) -> KnowledgeResults:
-        hits = await knowledge.search(caller, body.query, limit=body.limit)
-        return KnowledgeResults(results=[knowledge_hit_out(h) for h in hits])
-
-    @router.get("/knowledge/{document_id}", responses=error_responses(*_ALWAYS, 404, 422))
-    async def get_document(document_id: DocumentId, caller: Caller) -> DocumentOut:
-        """The document with its text and its indexing progress."""
-        return document_out(await knowledge.get(caller, document_id))
-
-    @router.get("/knowledge/{document_id}/status", responses=error_responses(*_ALWAYS, 404, 422))
-    async def document_status(document_id: DocumentId, caller: Caller) -> DocumentSummary:
-        """The document without its text: poll this while it is ``indexing``."""
-        return document_summary(await knowledge.status(caller, document_id))
-
-    @router.delete("/knowledge/{document_id}", responses=error_responses(*_ALWAYS, 403, 404, 422))
-    async def delete_document(document_id: DocumentId, caller: Caller) -> Deleted:
-        removed = await knowledge.delete(caller, document_id)
-        return Deleted(deleted=True, id=removed.id)
-
-    return router
 
 
 def health_route(services: Services) -> APIRouter:
