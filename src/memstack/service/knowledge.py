@@ -73,6 +73,8 @@ SYNC_CHARS: Final = 200_000
 MAX_LIST_LIMIT: Final = 500
 MAX_LIST_OFFSET: Final = 1_000_000
 MAX_QUERY_CHARS: Final = 4_000
+MAX_SOURCE_CHARS: Final = 2_000
+"""The longest ``source`` a document may name (a path or a URL)."""
 MAX_SEARCH_LIMIT: Final = 50
 _STATUSES: Final = get_args(DocumentStatus)
 
@@ -139,7 +141,7 @@ class KnowledgeBase:
         text = _check_str(text, "text", MAX_DOCUMENT_CHARS)
         clean_tags = _check_tags(tags)
         if source is not None:
-            source = _check_str(source, "source", 2_000)
+            source = _check_str(source, "source", MAX_SOURCE_CHARS)
         now = self.clock.now()
         tenant = principal.tenant
         meta: dict[str, JSON] = {"title": title, "tags": list(clean_tags), "source": source}

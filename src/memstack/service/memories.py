@@ -40,6 +40,7 @@ from memstack.service.ltm import LongTermTier, from_record, memory_filter, retri
 from memstack.service.paging import decode_cursor, encode_cursor
 from memstack.service.principal import Principal
 from memstack.service.prompt import KNOWLEDGE_HITS, PromptContext, assemble, check_budget
+from memstack.service.render import DEFAULT_BUDGET
 from memstack.service.restore import (
     MAX_RESTORE_MEMORIES,
     MemoryIn,
@@ -699,7 +700,7 @@ class MemoryService:
         agent_id: str,
         session_id: str | None = None,
         query: str | None = None,
-        budget: int = 8_000,
+        budget: int = DEFAULT_BUDGET,
         knowledge: KnowledgeBase | None = None,
     ) -> PromptContext:
         """What to inject before an agent runs, built here once for every transport: the
@@ -718,7 +719,7 @@ class MemoryService:
         *,
         agent_id: str,
         session_id: str | None = None,
-        budget_chars: int = 8_000,
+        budget_chars: int = DEFAULT_BUDGET,
     ) -> str:
         """The ``<memories>`` block of ``prompt_context`` alone (``""`` when empty)."""
         found = await self.prompt_context(

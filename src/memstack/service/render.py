@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from memstack._prompt_text import escape_prompt_text
 from memstack.service.types import Memory
 
-__all__ = ["render_memories", "xml_attr"]
+__all__ = ["DEFAULT_BUDGET", "render_memories", "xml_attr"]
 
 
-def render_memories(memories: Sequence[Memory], *, budget_chars: int = 8_000) -> str:
+DEFAULT_BUDGET: Final = 8_000
+"""Characters a prompt block may take when the caller does not say (every door)."""
+
+
+def render_memories(memories: Sequence[Memory], *, budget_chars: int = DEFAULT_BUDGET) -> str:
     """``<memories>`` with one ``<memory key=".." scope="..">`` per memory, in order,
     skipping any that would take the block over ``budget_chars``; ``""`` when none fit.
 

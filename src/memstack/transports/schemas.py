@@ -145,7 +145,6 @@ DEFAULT_KNOWLEDGE_LIMIT: Final = 5
 DocumentListLimit = Annotated[int, Field(ge=1, le=kb.MAX_LIST_LIMIT)]
 DocumentListOffset = Annotated[int, Field(ge=0, le=kb.MAX_LIST_OFFSET)]
 Budget = Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Characters, at most.")]
-DEFAULT_BUDGET: Final = 8_000
 _TTL_SECONDS: dict[str, Any] = {"minimum": MIN_TTL_SECONDS, "maximum": MAX_TTL_SECONDS}
 Ttl = Annotated[
     Any,
@@ -269,7 +268,7 @@ class KnowledgeCreate(_Body):
         ),
     )
     tags: list[StrictStr] | None = Field(default=None, max_length=kb.MAX_TAGS)
-    source: StrictStr | None = Field(default=None, max_length=2_000)
+    source: StrictStr | None = Field(default=None, max_length=kb.MAX_SOURCE_CHARS)
 
 
 class KnowledgeSearch(_Body):

@@ -29,9 +29,9 @@ from memstack.errors import MemstackError, StoreUnavailable
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
+from memstack.service.render import DEFAULT_BUDGET
 from memstack.transports.schemas import (
     CURSOR_HELP,
-    DEFAULT_BUDGET,
     DEFAULT_KNOWLEDGE_LIMIT,
     DEFAULT_LIST_LIMIT,
     DEFAULT_SEARCH_LIMIT,

@@ -22,6 +22,7 @@ from memstack.service.types import MAX_KEY_CHARS, MAX_VALUE_CHARS
 from memstack.storage.versions import KEPT_VERSIONS
 from memstack.transports.schemas import (
     ID_RULE,
+    MAX_RESOURCE_ID_CHARS,
     PROVENANCE_HELP,
     ClosedReasonName,
     IdPart,
@@ -70,7 +71,7 @@ class VersionRestore(_Body):
     superseded_by: StrictStr | None = Field(
         default=None,
         min_length=1,
-        max_length=200,
+        max_length=MAX_RESOURCE_ID_CHARS,
         description="Set on every version a newer one replaced (the memory's id, as listed; "
         "the id written follows from the identity); null on the latest.",
     )

@@ -18,13 +18,13 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
+from memstack.service.render import DEFAULT_BUDGET
 from memstack.transports.errors import RETRY_AFTER_DOC, RETRY_AFTER_S, error_responses
 from memstack.transports.rest.auth import bearer_principal
 from memstack.transports.rest.health import HealthCheck
 from memstack.transports.rest.restore_schemas import RestoreOut, RestoreRequest, restore_in
 from memstack.transports.schemas import (
     CURSOR_HELP,
-    DEFAULT_BUDGET,
     DEFAULT_LIST_LIMIT,
     PROVENANCE_FILTER_HELP,
     AgentId,
