@@ -47,6 +47,10 @@ class ServerSettings:
     durable: bool = False
     """``--durable`` / ``MEMSTACK_DURABLE=1``: SQLite ``synchronous=FULL``, so acknowledged
     writes survive power loss too (one fsync per write; PostgreSQL is durable already)."""
+    pin_cores: bool = False
+    """``--pin-cores`` / ``MEMSTACK_PIN_CORES=1``: the local model's calls on cores of their
+    own and a spill lane in the request cores' idle time; for one server process alone on
+    its machine (it raises the tail latency of stores)."""
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
 
     @classmethod
@@ -88,6 +92,7 @@ class ServerSettings:
                 10_000_000,
             ),
             durable=_bool(pick("durable", "MEMSTACK_DURABLE"), "MEMSTACK_DURABLE"),
+            pin_cores=_bool(pick("pin_cores", "MEMSTACK_PIN_CORES"), "MEMSTACK_PIN_CORES"),
             mcp_stream_s=_int(
                 pick("mcp_stream_s", "MEMSTACK_MCP_STREAM_S"),
                 "MEMSTACK_MCP_STREAM_S",
@@ -115,6 +120,7 @@ class ServerSettings:
             "MEMSTACK_STM_MAX_ENTRIES": str(self.stm_max_entries),
             "MEMSTACK_LTM_MAX_ENTRIES": str(self.ltm_max_entries),
             "MEMSTACK_DURABLE": "1" if self.durable else "0",
+            "MEMSTACK_PIN_CORES": "1" if self.pin_cores else "0",
             "MEMSTACK_MCP_STREAM_S": str(self.mcp_stream_s),
         }
 

@@ -4,7 +4,7 @@ opened from settings, and closed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import (
@@ -15,7 +15,6 @@ from memstack.embeddings import (
     resolve_embedder,
 )
 from memstack.embeddings.cores import CoreSplit, split_cores, usable_cores
-from memstack.embeddings.lanes import LaneEmbedder
 from memstack.service.api_keys import ApiKeys
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
@@ -25,7 +24,18 @@ from memstack.storage import RecordStore, open_record_store
 if TYPE_CHECKING:
     from memstack.settings import ServerSettings
 
-__all__ = ["Services", "model_lanes", "open_records", "open_services", "services_from_settings"]
+__all__ = [
+    "REMOTE_LANES",
+    "Services",
+    "model_lanes",
+    "open_records",
+    "open_services",
+    "services_from_settings",
+]
+
+REMOTE_LANES: Final = 8
+"""Calls of a remote embedding provider in flight at once: they wait on the network, not
+on this machine's cores, and each takes every text queued while the others ran."""
 
 
 @dataclass(kw_only=True)
@@ -38,14 +48,15 @@ class Services:
     keys: ApiKeys
     cores: CoreSplit | None = None
     """The cores the local model's calls are pinned to and those left to everything
-    else (``open_services(pin_model=True)``); None when nothing is pinned. The caller
+    else (``open_services(pin_cores=True)``); None when nothing is pinned. The caller
     that asked for it moves its threads onto ``cores.requests`` (``cores.pin_threads``)."""
-    lanes: LaneEmbedder | None = None
-    """The threads that make the pinned model's calls; None when nothing is pinned."""
+    batching: BatchingEmbedder | None = None
+    """The lane threads that make the model's calls, stopped by ``close``; None when an
+    embedder was given."""
 
     def close(self) -> None:
-        if self.lanes is not None:
-            self.lanes.close()
+        if self.batching is not None:
+            self.batching.close()
         self.short_term.close()
         self.records.close()
 
@@ -65,42 +76,22 @@ def open_services(
     stm_max_entries: int = 20,
     ltm_max_entries: int = 200,
     clock: Clock | None = None,
-    pin_model: bool = False,
+    pin_cores: bool = False,
 ) -> Services:
-    """Every service over one store. ``pin_model`` gives the local model's calls cores of
-    their own (``memstack.embeddings.cores``), for a server that is the only process on its
-    cores: ``memstack serve`` with one worker."""
-    from memstack.embeddings import EmbeddingSettings
-
+    """Every service over one store. The model's calls are made by ``model_lanes`` lane
+    threads that take whatever texts queued meanwhile (``BatchingEmbedder``); ``pin_cores``
+    gives the local model's calls cores of their own and a spill lane (``embeddings.cores``),
+    for ``memstack serve --pin-cores`` alone on its cores."""
     clock = clock or SystemClock()
     cores: CoreSplit | None = None
-    lane_embedder: LaneEmbedder | None = None
+    batching: BatchingEmbedder | None = None
     records = open_records(store_url, clock=clock)
     try:
-        short_term: ShortTermTier
-        if redis_url:
-            from memstack.service.stm_redis import RedisTier
-
-            short_term = RedisTier.from_url(redis_url, max_entries=stm_max_entries)
-        else:
-            short_term = InProcessTier(max_entries=stm_max_entries)
+        short_term = _short_term(redis_url, stm_max_entries)
         if embedder is None:
-            settings = (
-                embedding_settings
-                if isinstance(embedding_settings, EmbeddingSettings)
-                else EmbeddingSettings()
-            )
             # Concurrent requests share model calls, and repeated queries skip the model.
-            model = resolve_embedder(settings)
-            lanes = model_lanes(model)
-            cores = split_cores(lanes) if pin_model and lanes is not None else None
-            if cores is None or lanes is None:
-                embedder = CachedEmbedder(BatchingEmbedder(model, max_running=lanes))
-            else:  # the model's calls made by threads that stay on its cores
-                lane_embedder = LaneEmbedder(
-                    model, lanes=lanes, cores=cores.model, spill_cores=cores.requests
-                )
-                embedder = CachedEmbedder(lane_embedder)
+            batching, cores = _batched_model(embedding_settings, pin_cores=pin_cores)
+            embedder = CachedEmbedder(batching)
     except BaseException:
         records.close()
         raise
@@ -120,11 +111,46 @@ def open_services(
         knowledge=knowledge,
         keys=ApiKeys(records, clock=clock),
         cores=cores,
-        lanes=lane_embedder,
+        batching=batching,
     )
 
 
-def services_from_settings(settings: ServerSettings, *, pin_model: bool = False) -> Services:
+def _short_term(redis_url: str | None, max_entries: int) -> ShortTermTier:
+    """The short-term tier: in Redis when ``redis_url`` is given, else in process."""
+    if redis_url:
+        from memstack.service.stm_redis import RedisTier
+
+        return RedisTier.from_url(redis_url, max_entries=max_entries)
+    return InProcessTier(max_entries=max_entries)
+
+
+def _batched_model(
+    embedding_settings: object, *, pin_cores: bool
+) -> tuple[BatchingEmbedder, CoreSplit | None]:
+    """The model ``embedding_settings`` name (defaults when not ``EmbeddingSettings``),
+    its calls made by ``model_lanes`` lane threads; with ``pin_cores``, the local model's
+    lanes on cores of their own and a spill lane on the others, and that split (None:
+    nothing pinned)."""
+    from memstack.embeddings import EmbeddingSettings
+
+    settings = (
+        embedding_settings
+        if isinstance(embedding_settings, EmbeddingSettings)
+        else EmbeddingSettings()
+    )
+    model = resolve_embedder(settings)
+    lanes = model_lanes(model)
+    cores = split_cores(lanes) if pin_cores and isinstance(model, LocalEmbedder) else None
+    batching = BatchingEmbedder(
+        model,
+        max_running=lanes,
+        cores=cores.model if cores else None,
+        spill_cores=cores.requests if cores else None,
+    )
+    return batching, cores
+
+
+def services_from_settings(settings: ServerSettings) -> Services:
     """The services ``memstack serve`` (and each of its workers) runs on."""
     return open_services(
         store_url=settings.store_url,
@@ -132,24 +158,19 @@ def services_from_settings(settings: ServerSettings, *, pin_model: bool = False)
         embedding_settings=settings.embedding,
         stm_max_entries=settings.stm_max_entries,
         ltm_max_entries=settings.ltm_max_entries,
-        pin_model=pin_model,
+        pin_cores=settings.pin_cores,
     )
 
 
-def model_lanes(model: Embedder, cores: int | None = None) -> int | None:
+def model_lanes(model: Embedder, cores: int | None = None) -> int:
     """How many calls of ``model`` the server runs at once: for the local model, one per
     two of the ``cores`` it may use (by default those this process may run on, as
-    ``cores.split_cores`` counts them), at least one; for a remote one, no limit.
+    ``cores.split_cores`` counts them), at least one; for a remote one, ``REMOTE_LANES``.
 
     The local model computes on this machine's cores, and a small call costs more per
-    text than a large one (measured on 2 cores: one short text 4.3-6.4 ms of CPU, in
-    batches of 6 to 9 3.5-4.4 ms; more again on a core the request threads just used).
-    With one lane on 2 cores, texts that arrive while a call runs wait and go in the
-    next call together: in a ``memstack bench server`` run, calls went from 1.5 texts to
-    6, and a text's share of their CPU from 8.4 ms to 6.1 ms; the other core is left to
-    the request threads, and to a spill lane that embeds in their idle time (``lanes``).
-    A remote model computes elsewhere: its calls wait on the network, and a limit would
-    only queue them."""
+    text than a large one. With fewer lanes than cores, texts that arrive while a call
+    runs wait and go in the next call together, so batches grow with the load and the
+    other cores are left to the request threads."""
     if not isinstance(model, LocalEmbedder):
-        return None
+        return REMOTE_LANES
     return max(1, (cores or usable_cores()) // 2)

@@ -12,12 +12,10 @@ def test_all_lists_exactly_the_public_names():
         "cache",
         "cores",
         "hashing",
-        "lanes",
         "local",
         "ollama",
         "openai",
         "settings",
-        "signal",
     }
     assert set(embeddings.__all__) == public - modules
     assert len(embeddings.__all__) == len(set(embeddings.__all__))

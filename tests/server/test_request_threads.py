@@ -7,7 +7,7 @@ from starlette.testclient import TestClient
 
 from memstack.embeddings import BatchingEmbedder, EmbeddingSettings, HashEmbedder, LocalEmbedder
 from memstack.transports.app import create_app
-from memstack.wiring import Services, model_lanes, open_services
+from memstack.wiring import REMOTE_LANES, Services, model_lanes, open_services
 
 
 def _ping_thread(
@@ -36,8 +36,9 @@ def test_the_local_model_gets_a_lane_per_two_cores(cores, lanes):
     assert model_lanes(LocalEmbedder(), cores=cores) == lanes
 
 
-def test_a_model_that_computes_elsewhere_has_no_lane_limit():
-    assert model_lanes(HashEmbedder(), cores=2) is None
+def test_a_model_that_computes_elsewhere_gets_the_remote_lanes_whatever_the_cores():
+    assert model_lanes(HashEmbedder(), cores=2) == REMOTE_LANES
+    assert model_lanes(HashEmbedder(), cores=64) == REMOTE_LANES
 
 
 @pytest.mark.parametrize(("provider", "local"), [("local", True), ("hash", False)])
@@ -49,8 +50,9 @@ def test_the_services_batch_the_model_with_its_lanes(tmp_path, provider, local):
     )
     try:
         batching = built.embedder.inner  # type: ignore[attr-defined]
-        assert isinstance(batching, BatchingEmbedder)
-        assert batching.max_running == (model_lanes(LocalEmbedder()) if local else None)
-        assert (batching.max_running is not None) is local
+        assert isinstance(batching, BatchingEmbedder) and built.batching is batching
+        assert batching.max_running == (model_lanes(LocalEmbedder()) if local else REMOTE_LANES)
+        # Unless asked (pin_cores), nothing is pinned and there is no spill lane.
+        assert (built.cores, batching.cores, batching.spill_cores) == (None, None, None)
     finally:
         built.close()

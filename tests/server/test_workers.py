@@ -54,6 +54,7 @@ def test_an_embedder_the_services_build_is_batched_and_cached(tmp_path: Path):
     try:
         assert isinstance(built.embedder, CachedEmbedder)
         assert isinstance(built.embedder.inner, BatchingEmbedder)
+        assert built.batching is built.embedder.inner  # its lanes stop with the services
         assert built.embedder.model_id == "hash:64"
         assert built.memories.embedder is built.embedder
         assert passed_in.embedder is given and passed_in.memories.embedder is given

@@ -865,7 +865,7 @@ def ablation_command(
 ) -> None:
     """What each mechanism buys: medians of alternating runs with and without it.
 
-    RUNS are the JSON files ``bench server`` or ``bench recall`` wrote, named
+    RUNS are the JSON files bench server or bench recall wrote, named
     <bench>-<variant>-<round>.json; a mechanism is kept at a gain of at least 1.10 on
     the figure it was built for."""
     from memstack.bench.ablation import ablation_payload, kept, parse_comparison

@@ -44,6 +44,14 @@ if TYPE_CHECKING:
     help="SQLite synchronous=FULL: acknowledged writes survive power loss, at one fsync per "
     "write [env MEMSTACK_DURABLE=1; default: synchronous=NORMAL, which survives a crash].",
 )
+@click.option(
+    "--pin-cores",
+    is_flag=True,
+    default=None,
+    help="The local model's calls on cores of their own, and a spill lane in the request "
+    "cores' idle time: for a server alone on its machine, one worker only; raises the tail "
+    "latency of stores [env MEMSTACK_PIN_CORES=1; default: nothing pinned].",
+)
 def serve(
     db: Path | None,
     postgres_url: str | None,
@@ -52,6 +60,7 @@ def serve(
     port: int | None,
     workers: int | None,
     durable: bool | None,
+    pin_cores: bool | None,
 ) -> None:
     """Run the memory server (REST API, OpenAPI docs at /docs)."""
     settings = settings_from_env(
@@ -62,25 +71,20 @@ def serve(
         port=port,
         workers=workers,
         durable=durable or None,
+        pin_cores=pin_cores or None,
     )
-    if settings.workers > 1 and not settings.redis_url:
-        raise click.UsageError(
-            f"--workers {settings.workers} needs --redis-url: the in-process short-term tier "
-            "cannot be shared between worker processes (each would serve stale reads after "
-            "another's update)."
-        )
+    _check_workers(settings)
     _require_server_extra()
     with _bind(settings.host, settings.port) as listening:
         echo_data_location(settings)
-        # One process alone on its cores: the model's calls get cores of their own.
-        services = _open_services(settings, pin_model=settings.workers == 1)
+        services = _open_services(settings)
         try:
             _prepare(services, settings)
             if settings.workers == 1:
                 from memstack.embeddings.cores import pin_threads
                 from memstack.transports.app import REQUEST_THREADS, create_app
 
-                if services.cores is not None:
+                if settings.pin_cores and services.cores is not None:
                     pin_threads(services.cores.requests)
                     click.echo(
                         f"cores: the local model's calls on {_cores(services.cores.model)}, "
@@ -100,6 +104,24 @@ def serve(
             # Each worker opens its own services from these settings (create_app_from_env).
             os.environ.update(settings.to_env())
             _run("memstack.transports.app:create_app_from_env", settings, listening)
+
+
+def _check_workers(settings: ServerSettings) -> None:
+    """Refuse what several worker processes cannot do, naming the fix."""
+    if settings.workers == 1:
+        return
+    if settings.pin_cores:
+        raise click.UsageError(
+            f"--pin-cores is for one server process alone on its machine, not --workers "
+            f"{settings.workers}: the workers would crowd onto the same pinned cores. Drop "
+            "--pin-cores (or unset MEMSTACK_PIN_CORES), or serve with --workers 1."
+        )
+    if not settings.redis_url:
+        raise click.UsageError(
+            f"--workers {settings.workers} needs --redis-url: the in-process short-term tier "
+            "cannot be shared between worker processes (each would serve stale reads after "
+            "another's update)."
+        )
 
 
 def _require_server_extra() -> None:
@@ -135,11 +157,11 @@ def _cores(cores: frozenset[int]) -> str:
     return ", ".join(str(core) for core in sorted(cores))
 
 
-def _open_services(settings: ServerSettings, *, pin_model: bool = False) -> Services:
+def _open_services(settings: ServerSettings) -> Services:
     from memstack.wiring import services_from_settings
 
     try:
-        return services_from_settings(settings, pin_model=pin_model)
+        return services_from_settings(settings)
     except MemstackError as exc:
         raise click.ClickException(str(exc)) from exc
 

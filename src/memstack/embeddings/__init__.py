@@ -4,8 +4,8 @@
 - ``LocalEmbedder``: all-MiniLM-L6-v2 on this machine (onnxruntime, offline); the default.
 - ``OpenAIEmbedder``, ``OllamaEmbedder``: remote APIs over httpx.
 - ``HashEmbedder``: a deterministic fake for tests.
-- ``BatchingEmbedder``, ``CachedEmbedder``: wrappers that merge concurrent calls into one
-  and cache vectors per text.
+- ``BatchingEmbedder``, ``CachedEmbedder``: wrappers that merge concurrent calls into
+  calls made by threads of their own, and cache vectors per text.
 - ``EmbeddingSettings`` and ``resolve_embedder``: pick one from the environment.
 """
 

@@ -1,227 +1,256 @@
-"""BatchingEmbedder: concurrent ``embed_batch`` calls merged into one call of the inner embedder.
+"""BatchingEmbedder: concurrent ``embed_batch`` calls merged into calls of the inner embedder,
+made by threads of its own.
 
 A server embeds one short query per request, from many threads at once. One model call
-over 20 texts costs far less than 20 calls over one text each, so callers queue their
-texts and the callers themselves run the merged calls: there is no thread of its own.
+over 20 texts costs far less than 20 calls over one text each, and the local model's
+calls compete for the machine's cores with the request threads. So callers only queue
+their texts and wait; the calls are made by ``max_running`` lane threads. A free lane
+takes whatever texts are queued (up to ``max_batch``; one caller's texts are never
+split), makes one call of ``inner``, hands every caller in it its rows, and takes the
+next batch at once. Texts that arrive while every lane is busy wait and go in the next
+call together, so batches grow with the load while the calls stay few; a lane never
+waits on purpose for company, so a lone text costs no added delay. A caller blocks
+until its rows or the call's error arrive; its texts are checked before they are queued,
+so one bad item never fails another caller's batch. Threads start with the first call
+and stop at ``close()``.
 
-A waiting caller with texts still queued becomes the collector when there is none. It
-waits until ``max_batch`` texts are queued or the oldest queued caller has waited
-``max_wait_ms``, takes up to ``max_batch`` texts off the front of the queue (a caller's
-texts beyond that stay queued for the next batch) and steps down, so the next batch
-can be collected while this one runs. It then runs the inner call without the lock
-held and hands every caller in the batch its rows, or the inner call's error. Each
-caller loops until its own texts are done, collecting and running batches as needed.
-Inner calls may overlap (the local model runs concurrent calls on separate cores), up
-to ``max_running`` at once: with a limit, texts that arrive while every lane is busy
-wait for one to free and then go in one batch, so batches grow with the load instead of
-the calls multiplying. Each caller's texts are checked before they are queued, so one
-bad item never fails another caller's batch.
+With ``cores``, each lane keeps to those cores (``memstack serve --pin-cores`` gives the
+local model cores of its own: ``cores.split_cores``), and tokenizes there too, so the
+request threads neither move between cores nor wake on the model's. With
+``spill_cores`` (the request cores), one more thread, the spill lane, runs there at the
+lowest priority the platform offers an unprivileged thread (``SCHED_IDLE`` on Linux):
+while every lane is in a call and texts wait, it takes up to ``spill_batch`` of them and
+embeds them in the request cores' idle time. The request threads never wait for it: any
+runnable one takes the core first. Its callers do wait for it, which raises the tail
+latency, so it takes few texts, and only when the lanes could not have taken them.
 """
 
 from __future__ import annotations
 
+import os
 import threading
-import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
-
-import numpy as np
 
 from memstack._counts import check_whole
 from memstack.embeddings.base import Embedder, EmbedderWrapper, Vectors, check_texts, rows_of
-from memstack.errors import InvalidInput
+from memstack.errors import ConfigError, InvalidInput
 
 __all__ = ["BatchingEmbedder"]
 
 
 class _Request:
-    """One caller's texts: how many are handed to batches, their rows, or the error."""
+    """One caller's texts, and its rows or the error of the call that held them."""
 
-    def __init__(self, texts: list[str], arrived: float) -> None:
+    def __init__(self, texts: list[str]) -> None:
         self.texts = texts
-        self.arrived = arrived
-        self.taken = 0
         self.rows: Vectors | None = None
-        self.filled = 0
         self.error: BaseException | None = None
-
-    @property
-    def waiting(self) -> bool:
-        """Some of its texts are still queued."""
-        return self.taken < len(self.texts)
-
-    @property
-    def done(self) -> bool:
-        return self.error is not None or self.filled == len(self.texts)
-
-    def fill(self, start: int, vectors: Vectors) -> None:
-        if self.rows is None:
-            self.rows = np.empty((len(self.texts), vectors.shape[1]), dtype=np.float32)
-        self.rows[start : start + len(vectors)] = vectors
-        self.filled += len(vectors)
+        self.done = threading.Event()
 
     def result(self) -> Vectors:
         if self.error is not None:
             raise self.error
-        assert self.rows is not None  # done and no error: every row is filled
+        assert self.rows is not None  # done without an error: the rows are set
         return self.rows
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Slice:
-    request: _Request
-    start: int
-    stop: int
-
-
 class BatchingEmbedder(EmbedderWrapper):
-    """Merges concurrent ``embed_batch`` calls into calls of ``inner`` of at most
-    ``max_batch`` texts; a caller waits at most ``max_wait_ms`` for others to join, and
-    at most ``max_running`` inner calls run at once (None: no limit).
-
-    Same ``dim`` and ``model_id`` as ``inner``; each caller gets exactly its own rows.
-    """
+    """``inner`` called by ``max_running`` threads of its own, each on ``cores`` (None:
+    wherever the process runs), with at most ``max_batch`` texts a call unless one caller
+    brings more; ``spill_cores`` adds a spill lane there. Same ``dim`` and ``model_id``
+    as ``inner``; each caller gets exactly its rows."""
 
     def __init__(
         self,
         inner: Embedder,
         *,
-        max_wait_ms: float = 3.0,
+        max_running: int = 1,
         max_batch: int = 64,
-        max_running: int | None = None,
+        cores: frozenset[int] | None = None,
+        spill_cores: frozenset[int] | None = None,
+        spill_batch: int = 2,
     ) -> None:
-        if (
-            isinstance(max_wait_ms, bool)
-            or not isinstance(max_wait_ms, int | float)
-            or not max_wait_ms >= 0  # also refuses NaN
-        ):
-            raise InvalidInput(
-                f"max_wait_ms is {max_wait_ms!r}; pass a number of milliseconds >= 0.",
-                field="max_wait_ms",
-            )
-        check_whole(max_batch, "max_batch")
-        if max_running is not None and (
-            isinstance(max_running, bool) or not isinstance(max_running, int) or max_running < 1
-        ):
-            raise InvalidInput(
-                f"max_running is {max_running!r}; pass a whole number >= 1, or None for no limit.",
-                field="max_running",
-            )
+        _check_arguments(max_running, max_batch, cores, spill_cores, spill_batch)
         self.inner = inner
-        self.max_wait_ms = float(max_wait_ms)
-        self.max_batch = max_batch
         self.max_running = max_running
+        self.max_batch = max_batch
+        self.cores = cores
+        self.spill_cores = spill_cores
+        self.spill_batch = spill_batch
         self._lock = threading.Lock()
-        self._arrivals = threading.Condition(self._lock)  # the collector waits for company
-        self._progress = threading.Condition(self._lock)  # the others wait for their rows
-        self._pending: deque[_Request] = deque()
-        self._queued = 0  # texts in _pending not yet handed to a batch
-        self._collecting = False
-        self._running = 0  # inner calls taken and not yet finished
+        self._queued = threading.Condition(self._lock)
+        self._spill_wanted = threading.Condition(self._lock)
+        self._busy = 0  # lanes inside a call
+        self._queue: deque[_Request] = deque()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         items = check_texts(texts)
         if not items:
             return self.inner.embed_batch([])
-        request = _Request(items, time.monotonic())
+        request = _Request(items)
         with self._lock:
-            self._pending.append(request)
-            self._queued += len(items)
-            self._arrivals.notify()
+            if self._closed:
+                raise ConfigError("this BatchingEmbedder is closed; open the services again.")
+            if not self._threads:
+                self._start()
+            self._queue.append(request)
+            self._queued.notify()
+            self._wake_spill()
         try:
-            while (batch := self._next_batch(request)) is not None:
-                self._run(batch)
+            request.done.wait()
         finally:
-            if not request.done:  # interrupted: its queued texts are nobody's now
+            if not request.done.is_set():  # interrupted: nobody wants its texts now
                 with self._lock:
-                    self._drop(request)
+                    if request in self._queue:
+                        self._queue.remove(request)
         return request.result()
 
-    def _next_batch(self, request: _Request) -> list[_Slice] | None:
-        """A batch for this caller to run, or None once its own texts are done."""
+    def close(self) -> None:
+        """Stop the lanes once the texts already queued are embedded; idempotent."""
         with self._lock:
-            while not request.done:
-                if request.waiting and not self._collecting and self._lane_free():
-                    self._collecting = True
-                    try:
-                        batch = self._take_batch()
-                        self._running += 1
-                        return batch
-                    finally:
-                        self._collecting = False
-                        self._progress.notify_all()  # another caller may collect the next
-                self._progress.wait()
-            return None
+            self._closed = True
+            self._queued.notify_all()
+            self._spill_wanted.notify_all()
+            threads, self._threads = self._threads, []
+        for thread in threads:
+            thread.join()
 
-    def _lane_free(self) -> bool:
-        """Another inner call may start (lock held)."""
-        return self.max_running is None or self._running < self.max_running
+    def _start(self) -> None:
+        """The lanes' threads (lock held)."""
+        for number in range(self.max_running):
+            thread = threading.Thread(
+                target=self._lane, name=f"memstack-model-lane-{number}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+        if self.spill_cores is not None:
+            thread = threading.Thread(target=self._spill, name="memstack-model-spill", daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
-    def _take_batch(self) -> list[_Slice]:
-        """Up to ``max_batch`` texts off the front of the queue, once it is full or old enough.
+    def _lane(self) -> None:
+        while (batch := self._next_batch()) is not None:
+            # Every call: a thread started before ``pin_threads`` moved the process.
+            _pin(self.cores)
+            self._embed(batch, lane=True)
 
-        Called with the lock held.
-        """
-        deadline = self._pending[0].arrived + self.max_wait_ms / 1000
-        while self._queued < self.max_batch:
-            delay = deadline - time.monotonic()
-            if delay <= 0:
-                break
-            self._arrivals.wait(delay)
-        batch: list[_Slice] = []
-        room = self.max_batch
-        while room and self._pending:
-            request = self._pending[0]
-            count = min(room, len(request.texts) - request.taken)
-            batch.append(_Slice(request=request, start=request.taken, stop=request.taken + count))
-            request.taken += count
-            room -= count
-            self._queued -= count
-            if request.taken == len(request.texts):
-                self._pending.popleft()
+    def _spill(self) -> None:
+        _lowest_priority()
+        while (batch := self._next_spill()) is not None:
+            _pin(self.spill_cores)
+            self._embed(batch, lane=False)
+
+    def _next_batch(self) -> list[_Request] | None:
+        """The queued callers to embed together, oldest first; None once closed and empty.
+        The lane counts as busy from here until its call ends."""
+        with self._lock:
+            while not self._queue:
+                if self._closed:
+                    return None
+                self._queued.wait()
+            self._busy += 1
+            batch = self._take(self.max_batch)
+            self._wake_spill()
+            return batch
+
+    def _next_spill(self) -> list[_Request] | None:
+        """At most ``spill_batch`` texts' callers, once every lane is busy and texts
+        wait; None once closed (the lanes embed what is left)."""
+        with self._lock:
+            while not (self._queue and self._busy >= self.max_running):
+                if self._closed:
+                    return None
+                self._spill_wanted.wait()
+            return self._take(self.spill_batch)
+
+    def _take(self, most: int) -> list[_Request]:
+        """The oldest queued callers, up to ``most`` texts (at least one caller; lock held)."""
+        batch = [self._queue.popleft()]
+        count = len(batch[0].texts)
+        while self._queue and count + len(self._queue[0].texts) <= most:
+            count += len(self._queue[0].texts)
+            batch.append(self._queue.popleft())
         return batch
 
-    def _run(self, batch: list[_Slice]) -> None:
-        """One inner call over ``batch``; its rows, or its error, go to every caller in it.
-        Its lane is free again when it returns, however it ends."""
-        try:
-            self._embed(batch)
-        finally:
-            with self._lock:
-                self._running -= 1
-                self._progress.notify_all()  # a caller may collect for the freed lane
+    def _wake_spill(self) -> None:
+        """Wake the spill lane if texts wait while every lane is busy (lock held)."""
+        if self.spill_cores is not None and self._queue and self._busy >= self.max_running:
+            self._spill_wanted.notify()
 
-    def _embed(self, batch: list[_Slice]) -> None:
-        texts = [text for s in batch for text in s.request.texts[s.start : s.stop]]
+    def _embed(self, batch: list[_Request], *, lane: bool) -> None:
+        """One call of ``inner`` over the batch; its rows, or its error, to every caller.
+        A ``lane`` counts as free again before its callers are answered. The thread lives
+        on whatever the call raises."""
+        texts = [text for request in batch for text in request.texts]
+        error: BaseException | None = None
         try:
             vectors = rows_of(self.inner, texts)
-        except Exception as exc:
-            self._fail(batch, exc)
-            return
-        except BaseException as exc:  # KeyboardInterrupt and the like stop this caller too
-            self._fail(batch, exc)
-            raise
-        with self._lock:
-            offset = 0
-            for s in batch:
-                count = s.stop - s.start
-                s.request.fill(s.start, vectors[offset : offset + count])
-                offset += count
-            self._progress.notify_all()
+        except BaseException as exc:
+            error = exc
+        finally:
+            if lane:
+                with self._lock:
+                    self._busy -= 1
+        offset = 0
+        for request in batch:
+            if error is not None:
+                request.error = error
+            else:
+                request.rows = vectors[offset : offset + len(request.texts)]
+                offset += len(request.texts)
+            request.done.set()
 
-    def _fail(self, batch: list[_Slice], error: BaseException) -> None:
-        with self._lock:
-            for s in batch:
-                request = s.request
-                if request.error is None:
-                    request.error = error
-                    self._drop(request)
-            self._progress.notify_all()
 
-    def _drop(self, request: _Request) -> None:
-        """Take the texts of ``request`` not yet in a batch off the queue (lock held)."""
-        if request.taken < len(request.texts):
-            self._pending.remove(request)
-            self._queued -= len(request.texts) - request.taken
-            request.taken = len(request.texts)
+def _check_arguments(
+    max_running: int,
+    max_batch: int,
+    cores: frozenset[int] | None,
+    spill_cores: frozenset[int] | None,
+    spill_batch: int,
+) -> None:
+    for name, value in (
+        ("max_running", max_running),
+        ("max_batch", max_batch),
+        ("spill_batch", spill_batch),
+    ):
+        check_whole(value, name)
+    if cores is not None and not cores:
+        raise InvalidInput("cores is empty; pass the cores to run on, or None.", field="cores")
+    if spill_cores is not None and not spill_cores:
+        raise InvalidInput(
+            "spill_cores is empty; pass the cores to spill onto, or None for no spill lane.",
+            field="spill_cores",
+        )
+    if (cores is not None or spill_cores is not None) and not hasattr(os, "sched_setaffinity"):
+        raise ConfigError(
+            "this platform cannot keep threads on given cores (no os.sched_setaffinity); "
+            "pass cores=None and spill_cores=None."
+        )
+
+
+def _pin(cores: frozenset[int] | None) -> None:
+    """This thread onto ``cores`` (None: left where it is). A set the process may no
+    longer use (its container's cores changed) leaves it where it is: the call still runs."""
+    if cores is not None:
+        try:
+            os.sched_setaffinity(0, cores)
+        except OSError:
+            pass
+
+
+def _lowest_priority() -> None:
+    """This thread at the lowest priority an unprivileged thread may take: ``SCHED_IDLE``
+    (it runs only when its cores have nothing else to run; the scheduler still gives it a
+    sliver of a busy core, so what it holds is embedded in the end), else nice 19. Linux,
+    where a spill lane runs (it needs ``sched_setaffinity``): there both apply to the
+    calling thread only."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, 19)
+        except (AttributeError, OSError):
+            pass

@@ -1,20 +1,19 @@
 """Cores of their own for the local model's calls, apart from the request threads.
 
-A ``memstack serve`` process runs the local model's calls (``services.model_lanes`` of
+A ``memstack serve`` process runs the local model's calls (``wiring.model_lanes`` of
 them at once) beside Python request threads that hand the GIL to each other thousands
 of times a second. Each handoff wakes a thread, and the scheduler may wake it on the
-core where a model call runs: the call, which holds no GIL, is set back again and again.
-In ``memstack bench server`` runs on 2 cores, a model call's forward pass got 76% of a
-core (45 ms wall for 35 ms of CPU), and with one lane busy the whole run, the lane bounds
-the server.
+core where a model call runs: the call, which holds no GIL, is set back again and again,
+and with a lane busy the whole time, the lane bounds the server.
 
-So the server splits the cores it may use: the lanes' cores for model calls, the others
-for everything else. The model's calls are made by threads that stay on the model's
-cores (``lanes.LaneEmbedder``), and ``pin_threads`` moves every other thread of the
-process onto the request cores when the server starts (threads started later inherit
-it); a spill lane at idle priority embeds on the request cores only when they have
-nothing else to run. Linux only (``os.sched_setaffinity``); elsewhere, or with fewer
-than two cores to split, nothing is pinned.
+So ``memstack serve --pin-cores`` (one process alone on its machine) splits the cores it
+may use: the lanes' cores for model calls, the others for everything else. The model's
+calls are made by lane threads that stay on the model's cores (``BatchingEmbedder`` with
+``cores``), and ``pin_threads`` moves every other thread of the process onto the request
+cores when the server starts (threads started later inherit it); a spill lane at idle
+priority embeds on the request cores only when they have nothing else to run. Without
+the flag, or on a platform without ``os.sched_setaffinity``, or with fewer than two cores
+to split, nothing is pinned.
 """
 
 from __future__ import annotations
