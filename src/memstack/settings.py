@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from memstack._env import with_dotenv
+from memstack._env import setting, with_dotenv
 from memstack.embeddings import EmbeddingSettings
 from memstack.errors import ConfigError
 from memstack.home import default_db
+from memstack.longterm.memory import DEFAULT_MAX_ITEMS
+from memstack.longterm.settings import parse_switch
 
 __all__ = ["DEFAULT_DB", "DEFAULT_HOST", "DEFAULT_PORT", "ServerSettings"]
 
@@ -51,6 +53,15 @@ class ServerSettings:
     """``--pin-cores`` / ``MEMSTACK_PIN_CORES=1``: the local model's calls on cores of their
     own and a spill lane in the request cores' idle time; for one server process alone on
     its machine (it raises the tail latency of stores)."""
+    memory_enabled: bool | None = None
+    """``MEMSTACK_MEMORY_ENABLED`` (or ``NODETOOL_MEMORY_ENABLED``): the users' long-term
+    memory on for every key (True), off even for keys with the ``long_term`` right
+    (False), or on for those keys only (None, unset)."""
+    memory_max_items: int = DEFAULT_MAX_ITEMS
+    """``MEMSTACK_MEMORY_MAX_ITEMS``: current memories kept per user; 0 = unlimited."""
+    llm: str | None = None
+    """``--llm`` / ``MEMSTACK_LLM``: the ``provider:model`` that extracts memories from
+    the users' conversations after each write; None: turns are stored verbatim only."""
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
 
     @classmethod
@@ -70,7 +81,12 @@ class ServerSettings:
             return None
 
         db = pick("db", "MEMSTACK_DB")
+        enabled_variable, enabled = setting(env, "MEMSTACK_MEMORY_ENABLED")
+        items_variable, items = setting(env, "MEMSTACK_MEMORY_MAX_ITEMS")
         return cls(
+            memory_enabled=parse_switch(enabled, variable=enabled_variable),
+            memory_max_items=_int(items, items_variable, DEFAULT_MAX_ITEMS, 0, 10_000_000),
+            llm=pick("llm", "MEMSTACK_LLM"),
             db=Path(db) if db else default_db(env),
             postgres_url=pick("postgres_url", "MEMSTACK_POSTGRES_URL"),
             redis_url=pick("redis_url", "MEMSTACK_REDIS_URL"),
@@ -122,6 +138,9 @@ class ServerSettings:
             "MEMSTACK_DURABLE": "1" if self.durable else "0",
             "MEMSTACK_PIN_CORES": "1" if self.pin_cores else "0",
             "MEMSTACK_MCP_STREAM_S": str(self.mcp_stream_s),
+            "MEMSTACK_MEMORY_ENABLED": _switch(self.memory_enabled),
+            "MEMSTACK_MEMORY_MAX_ITEMS": str(self.memory_max_items),
+            "MEMSTACK_LLM": self.llm or "",
         }
 
     @property
@@ -146,6 +165,11 @@ def _dotenv_path(value: object) -> Path | None:
     if isinstance(value, str):
         return Path(value)
     raise ConfigError(f"dotenv must be a path or None, not {type(value).__name__}.")
+
+
+def _switch(value: bool | None) -> str:
+    """``MEMSTACK_MEMORY_ENABLED`` as ``from_env`` reads it back: blank is unset."""
+    return "" if value is None else "1" if value else "0"
 
 
 def _bool(raw: str | None, name: str) -> bool:

@@ -3,6 +3,8 @@ opened from settings, and closed."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -15,10 +17,14 @@ from memstack.embeddings import (
     resolve_embedder,
 )
 from memstack.embeddings.cores import CoreSplit, split_cores, usable_cores
+from memstack.longterm.memory import DEFAULT_MAX_ITEMS
+from memstack.providers.base import ChatModel
+from memstack.providers.resolve import resolve_model
 from memstack.service.api_keys import ApiKeys
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
 from memstack.service.stm import InProcessTier, ShortTermTier
+from memstack.service.users import UserMemories
 from memstack.storage import RecordStore, open_record_store
 
 if TYPE_CHECKING:
@@ -27,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "REMOTE_LANES",
     "Services",
+    "extraction_model",
     "model_lanes",
     "open_records",
     "open_services",
@@ -53,6 +60,16 @@ class Services:
     batching: BatchingEmbedder | None = None
     """The lane threads that make the model's calls, stopped by ``close``; None when an
     embedder was given."""
+    user_memories: UserMemories | None = None
+    """What ``users`` answers with; None: users' memory over ``records`` and
+    ``embedder``, off unless a key has the ``long_term`` right, with no extraction."""
+
+    @property
+    def users(self) -> UserMemories:
+        """Every tenant's users' long-term memory (``service.users``)."""
+        if self.user_memories is None:
+            self.user_memories = UserMemories(records=self.records, embedder=self.embedder)
+        return self.user_memories
 
     def close(self) -> None:
         if self.batching is not None:
@@ -77,11 +94,16 @@ def open_services(
     ltm_max_entries: int = 200,
     clock: Clock | None = None,
     pin_cores: bool = False,
+    extraction_provider: ChatModel | None = None,
+    extraction_model: str | None = None,
+    memory_enabled: bool | None = None,
+    memory_max_items: int = DEFAULT_MAX_ITEMS,
 ) -> Services:
     """Every service over one store. The model's calls are made by ``model_lanes`` lane
     threads that take whatever texts queued meanwhile (``BatchingEmbedder``); ``pin_cores``
     gives the local model's calls cores of their own and a spill lane (``embeddings.cores``),
-    for ``memstack serve --pin-cores`` alone on its cores."""
+    for ``memstack serve --pin-cores`` alone on its cores. ``memory_enabled`` switches the
+    users' memory (``UserMemories``) on or off for every key; None: each key's right."""
     clock = clock or SystemClock()
     cores: CoreSplit | None = None
     batching: BatchingEmbedder | None = None
@@ -112,6 +134,15 @@ def open_services(
         keys=ApiKeys(records, clock=clock),
         cores=cores,
         batching=batching,
+        user_memories=UserMemories(
+            records=records,
+            embedder=embedder,
+            extraction_provider=extraction_provider,
+            extraction_model=extraction_model,
+            memory_enabled=memory_enabled,
+            max_items=memory_max_items,
+            clock=clock,
+        ),
     )
 
 
@@ -150,9 +181,17 @@ def _batched_model(
     return batching, cores
 
 
-def services_from_settings(settings: ServerSettings) -> Services:
-    """The services ``memstack serve`` (and each of its workers) runs on."""
+def services_from_settings(
+    settings: ServerSettings, *, env: Mapping[str, str] | None = None
+) -> Services:
+    """The services ``memstack serve`` (and each of its workers) runs on; the extraction
+    model ``settings.llm`` names reads its keys from ``env`` (default ``os.environ``)."""
+    provider, model = extraction_model(settings, os.environ if env is None else env)
     return open_services(
+        extraction_provider=provider,
+        extraction_model=model,
+        memory_enabled=settings.memory_enabled,
+        memory_max_items=settings.memory_max_items,
         store_url=settings.store_url,
         redis_url=settings.redis_url,
         embedding_settings=settings.embedding,
@@ -160,6 +199,17 @@ def services_from_settings(settings: ServerSettings) -> Services:
         ltm_max_entries=settings.ltm_max_entries,
         pin_cores=settings.pin_cores,
     )
+
+
+def extraction_model(
+    settings: ServerSettings, env: Mapping[str, str]
+) -> tuple[ChatModel | None, str | None]:
+    """The provider and model of ``--llm PROVIDER:MODEL`` (``MEMSTACK_LLM``), with the
+    keys of ``env``; ``(None, None)`` when none is set."""
+    if not settings.llm:
+        return None, None
+    provider, model = resolve_model(settings.llm, env=env)
+    return provider, model
 
 
 def model_lanes(model: Embedder, cores: int | None = None) -> int:

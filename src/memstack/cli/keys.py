@@ -33,6 +33,13 @@ def keys() -> None:
     help="With --agents: the key may also change global memories and knowledge documents "
     "(without it, it only reads them). A key without --agents always may.",
 )
+@click.option(
+    "--long-term",
+    is_flag=True,
+    help="The key may store and recall its tenant's users' conversations (long-term "
+    "memory) even when the server does not enable it for every key "
+    "(MEMSTACK_MEMORY_ENABLED=1); MEMSTACK_MEMORY_ENABLED=0 refuses it all the same.",
+)
 @db_option
 @postgres_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -41,6 +48,7 @@ def keys_create(
     agents: str | None,
     label: str | None,
     global_write: bool,
+    long_term: bool,
     db: Path | None,
     postgres_url: str | None,
     as_json: bool,
@@ -49,7 +57,11 @@ def keys_create(
     agent_list = [a.strip() for a in agents.split(",") if a.strip()] if agents else None
     with _keys(db, postgres_url) as api_keys:
         raw, info = api_keys.create(
-            tenant=tenant, agents=agent_list, label=label, global_write=global_write
+            tenant=tenant,
+            agents=agent_list,
+            label=label,
+            global_write=global_write,
+            long_term=long_term,
         )
     if as_json:
         click.echo(
@@ -60,6 +72,7 @@ def keys_create(
                     "id": info.id,
                     "agents": info.agents and list(info.agents),
                     "global_write": info.may_write_global,
+                    "long_term": info.long_term,
                 }
             )
         )
@@ -134,6 +147,7 @@ def _key_json(info: KeyInfo) -> dict[str, object]:
         "agents": list(info.agents) if info.agents else None,
         "label": info.label,
         "global_write": info.may_write_global,
+        "long_term": info.long_term,
         "active": info.active,
         "created_at": _iso(info.created_at),
         "revoked_at": None if info.revoked_at is None else _iso(info.revoked_at),

@@ -52,6 +52,15 @@ if TYPE_CHECKING:
     "cores' idle time: for a server alone on its machine, one worker only; raises the tail "
     "latency of stores [env MEMSTACK_PIN_CORES=1; default: nothing pinned].",
 )
+@click.option(
+    "--llm",
+    default=None,
+    metavar="PROVIDER:MODEL",
+    help="The model that extracts memories from the users' conversations after each write "
+    "of turns, e.g. openai:gpt-4o-mini or ollama:qwen2.5:7b, with the provider's usual "
+    "environment settings (OPENAI_API_KEY, ...) [env MEMSTACK_LLM; default: turns are "
+    "stored verbatim only].",
+)
 def serve(
     db: Path | None,
     postgres_url: str | None,
@@ -61,6 +70,7 @@ def serve(
     workers: int | None,
     durable: bool | None,
     pin_cores: bool | None,
+    llm: str | None,
 ) -> None:
     """Run the memory server (REST API, OpenAPI docs at /docs)."""
     settings = settings_from_env(
@@ -72,8 +82,10 @@ def serve(
         workers=workers,
         durable=durable or None,
         pin_cores=pin_cores or None,
+        llm=llm,
     )
     _check_workers(settings)
+    _check_llm(settings)
     _require_server_extra()
     with _bind(settings.host, settings.port) as listening:
         echo_data_location(settings)
@@ -122,6 +134,19 @@ def _check_workers(settings: ServerSettings) -> None:
             "cannot be shared between worker processes (each would serve stale reads after "
             "another's update)."
         )
+
+
+def _check_llm(settings: ServerSettings) -> None:
+    """Resolve ``--llm`` before anything starts: a bad name or a missing key says so now."""
+    if not settings.llm:
+        return
+    from memstack.wiring import extraction_model
+
+    try:
+        extraction_model(settings, os.environ)
+    except MemstackError as exc:
+        raise click.ClickException(f"--llm {settings.llm}: {exc}") from exc
+    click.echo(f"extraction model: {settings.llm}", err=True)
 
 
 def _require_server_extra() -> None:

@@ -1,4 +1,5 @@
-"""The per-user collection a LongTermMemory lives in: ``ltm/<user>/<namespace>[/<workspace>]``."""
+"""The per-user collection a LongTermMemory lives in: ``ltm/<user>/<namespace>[/<workspace>]``,
+or ``users/<tenant>/<user>/<namespace>[/<workspace>]`` for a served tenant's user."""
 
 from __future__ import annotations
 
@@ -21,22 +22,27 @@ class Collection:
 
     ``storage_namespace`` is its ``Namespace`` under the ``ltm`` root, whose one encoder
     keeps names injective: user ``a/b`` in namespace ``c`` never shares a collection
-    with user ``a`` in namespace ``b/c``.
+    with user ``a`` in namespace ``b/c``. With a ``tenant`` (the server's users, one
+    tenant's apart from every other's) it is under the ``users`` root instead, so tenant
+    A's user ``u1`` and tenant B's ``u1`` never share one, nor share one with a library's.
     """
 
     user_id: str
     namespace: str = "chat"
     workspace_id: str | None = None
+    tenant: str | None = None
 
     def __post_init__(self) -> None:
         for field, value in (("user_id", self.user_id), ("namespace", self.namespace)):
             _check(field, value)
-        if self.workspace_id is not None:
-            _check("workspace_id", self.workspace_id)
+        for field, optional in (("workspace_id", self.workspace_id), ("tenant", self.tenant)):
+            if optional is not None:
+                _check(field, optional)
         ids: dict[str, JSON] = {
             "user_id": self.user_id,
             "namespace": self.namespace,
             "workspace_id": self.workspace_id,
+            "tenant": self.tenant,
         }
         refuse_secrets(ids, where="a collection's name")  # the name is stored
         if len(self.name.encode()) > _MAX_NAME_BYTES:
@@ -51,6 +57,8 @@ class Collection:
         parts: tuple[str, ...] = (self.user_id, self.namespace)
         if self.workspace_id is not None:
             parts = (*parts, self.workspace_id)
+        if self.tenant is not None:
+            return Namespace("users", self.tenant, *parts)
         return Namespace("ltm", *parts)
 
     @property

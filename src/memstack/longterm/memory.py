@@ -141,6 +141,7 @@ class LongTermMemory:
         as_of: float | None = None,
         include_superseded: bool = False,
         provenances: Sequence[Provenance] | None = None,
+        session_id: str | None = None,
     ) -> list[RecalledMemory]:
         """The ``k`` best memories for ``query``, best first (equal scores: the more
         relevant first, then the smaller id).
@@ -154,11 +155,12 @@ class LongTermMemory:
         Only current memories are recalled: ``as_of`` (seconds since the epoch, like
         ``created_at``) recalls those valid at that moment instead, and
         ``include_superseded`` every version; ``provenances`` keeps memories learned
-        those ways. Recalling the past touches nothing.
+        those ways; ``session_id`` the turns of that conversation session only. Recalling
+        the past touches nothing.
         """
         _check_text(query, "query")
         _check_k(k)
-        wanted = _filter(as_of, include_superseded, provenances)
+        wanted = _filter(as_of, include_superseded, provenances, session_id)
         touch = touch and as_of is None and not include_superseded
         return await asyncio.to_thread(self._recall, query, k, touch, wanted)
 
@@ -696,9 +698,13 @@ def _text_or_none(value: JSON | None) -> str | None:
 
 
 def _filter(
-    as_of: float | None, include_superseded: bool, provenances: Sequence[Provenance] | None
+    as_of: float | None,
+    include_superseded: bool,
+    provenances: Sequence[Provenance] | None,
+    session_id: str | None = None,
 ) -> Filter | None:
-    """The record filter of a read that asks for the past or for some provenances."""
+    """The record filter of a read that asks for the past, for some provenances or for
+    one session's turns."""
     if as_of is not None and (
         isinstance(as_of, bool) or not isinstance(as_of, int | float) or not math.isfinite(as_of)
     ):
@@ -719,12 +725,15 @@ def _filter(
                     f"provenances holds {value!r}; use {', '.join(PROVENANCES)}.",
                     field="provenances",
                 )
-    if as_of is None and not include_superseded and provenances is None:
+    if session_id is not None:
+        _check_text(session_id, "session_id")
+    if as_of is None and not include_superseded and provenances is None and session_id is None:
         return None
     return Filter(
         as_of=None if as_of is None else float(as_of),
         include_superseded=bool(include_superseded),
         provenances=None if provenances is None else tuple(provenances),
+        metadata=None if session_id is None else {"session_id": session_id},
     )
 
 

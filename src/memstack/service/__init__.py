@@ -7,6 +7,8 @@
   cursors over listings;
 - ``knowledge``, ``knowledge_index``, ``passages``: knowledge documents, indexed in the
   background;
+- ``users`` (with ``user_types``, ``user_turns``, ``user_jobs``, ``user_export``): every
+  tenant's users' long-term memory: conversation turns, facts, recall, extraction jobs;
 - ``api_keys``, ``principal``: Bearer keys and what a key may do;
 - ``checks``, ``ttl``, ``secret_fields``, ``types``: the rules every write passes;
 - ``render``, ``prompt``, ``tools``: the prompt blocks and the LLM tools.

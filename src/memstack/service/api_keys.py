@@ -1,5 +1,6 @@
 """API keys: stored hashed, each bound to a tenant and optionally to some agents (such a
-key changes global memories and knowledge only if created with ``global_write``).
+key changes global memories and knowledge only if created with ``global_write``), and
+with the ``long_term`` right or not (its tenant's users' long-term memory).
 
 A raw key is ``msk_<id>_<secret>``. Only the SHA-256 of the whole key is stored, in the
 record store's ``Namespace("auth", "keys")`` under ``<id>``; checking a key fetches that one
@@ -57,6 +58,9 @@ class KeyInfo:
     global_write: bool = False
     """Created with ``--global-write``: a key limited to ``agents`` may change global
     memories and knowledge too (``Principal.global_write``)."""
+    long_term: bool = False
+    """Created with ``--long-term``: the key may use its tenant's users' long-term memory
+    (``Principal.long_term``)."""
 
     @property
     def may_write_global(self) -> bool:
@@ -105,13 +109,15 @@ class ApiKeys:
         agents: list[str] | None = None,
         label: str | None = None,
         global_write: bool = False,
+        long_term: bool = False,
     ) -> tuple[str, KeyInfo]:
         """A new key for ``tenant``: returns the raw key (shown only now) and its info.
         A key limited to ``agents`` changes global memories and knowledge only with
-        ``global_write``."""
+        ``global_write``; ``long_term`` lets it use the users' long-term memory."""
         check_id_part(tenant, "tenant")
-        if not isinstance(global_write, bool):
-            raise InvalidInput("global_write must be true or false.", field="global_write")
+        for name, right in (("global_write", global_write), ("long_term", long_term)):
+            if not isinstance(right, bool):
+                raise InvalidInput(f"{name} must be true or false.", field=name)
         if agents is not None:
             if not agents:
                 raise InvalidInput(
@@ -134,6 +140,7 @@ class ApiKeys:
             created_at=now,
             revoked_at=None,
             global_write=global_write,
+            long_term=long_term,
         )
         self.records.upsert([_record(info, _digest(raw))])
         self._verified.clear()
@@ -161,6 +168,7 @@ class ApiKeys:
             tenant=info.tenant,
             agents=frozenset(info.agents) if info.agents else None,
             global_write=info.global_write,
+            long_term=info.long_term,
         )
         self._verified.put(digest, principal, checked_at, generation)
         return principal
@@ -266,6 +274,7 @@ def _record(info: KeyInfo, digest: str) -> Record:
             "digest": digest,
             "revoked_at": info.revoked_at,
             "global_write": info.global_write,
+            "long_term": info.long_term,
         },
         created_at=info.created_at,
         updated_at=info.revoked_at or info.created_at,
@@ -285,4 +294,5 @@ def _info(record: Record) -> KeyInfo:
         created_at=record.created_at,
         revoked_at=float(revoked) if isinstance(revoked, int | float) else None,
         global_write=meta.get("global_write") is True,  # absent in keys made before it
+        long_term=meta.get("long_term") is True,
     )

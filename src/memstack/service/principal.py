@@ -23,6 +23,10 @@ class Principal:
     global_write: bool = False
     """A key bound to ``agents`` may change global memories and knowledge (``memstack keys
     create --global-write``); a key for any agent always may."""
+    long_term: bool = False
+    """The key may use its tenant's users' long-term memory (``memstack keys create
+    --long-term``) even when the server has not switched it on for every key
+    (``MEMSTACK_MEMORY_ENABLED``); a server that switched it off refuses it all the same."""
 
     def __post_init__(self) -> None:
         check_id_part(self.tenant, "tenant")

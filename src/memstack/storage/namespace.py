@@ -9,6 +9,10 @@ the API keys' ``auth/keys``):
 root           owner                                           parts
 =============  ==============================================  ===========================
 ``ltm``        long-term memory (``LongTermMemory``)           user, namespace[, workspace]
+``users``      a tenant's users' long-term memory, served      tenant, user, namespace[,
+               (``UserMemories``; a ``Collection`` with a      workspace]
+               ``tenant``)
+``jobs``       the extraction jobs of a tenant's user          tenant, user
 ``mem``        memory service, long-term tier                  tenant, bucket
 ``memidx``     memory service, id -> bucket index              tenant
 ``memepoch``   memory service, the short-term tier's epoch     (none)
@@ -35,7 +39,9 @@ from memstack.errors import InvalidInput
 
 __all__ = ["ROOTS", "Namespace", "NamespaceRoot", "decode_part", "encode_part"]
 
-NamespaceRoot = Literal["ltm", "mem", "memidx", "memepoch", "kb", "auth", "bank", "lg", "oas"]
+NamespaceRoot = Literal[
+    "ltm", "users", "jobs", "mem", "memidx", "memepoch", "kb", "auth", "bank", "lg", "oas"
+]
 ROOTS: Final[tuple[str, ...]] = get_args(NamespaceRoot)
 
 
