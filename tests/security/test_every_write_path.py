@@ -264,6 +264,10 @@ REST_STORES_NOTHING = {
     ("POST", "/api/memories/search"): "a search: the query is embedded, never stored",
     ("POST", "/api/knowledge/search"): "a search: the query is embedded, never stored",
     ("*", "/mcp"): "the MCP server: its tools are walked by test_mcp",
+    ("POST", "/api/users/{user_id}/turns"): "walked by tests/server/test_users_secrets.py",
+    ("POST", "/api/users/{user_id}/memories"): "walked by tests/server/test_users_secrets.py",
+    ("POST", "/api/users/{user_id}/import"): "walked by tests/server/test_users_secrets.py",
+    ("POST", "/api/users/{user_id}/recall"): "a recall: the query is embedded, never stored",
     ("*", "/docs/assets"): "the API docs' static files",
 }
 

@@ -172,6 +172,10 @@ async def test_knowledge_crud(api, keys: Keys):
         ("GET", "/api/context?agent_id=bot"),
         ("GET", "/api/knowledge"),
         ("POST", "/api/knowledge"),
+        ("POST", "/api/users/u1/turns"),
+        ("POST", "/api/users/u1/recall"),
+        ("GET", "/api/users/u1/memories"),
+        ("DELETE", "/api/users/u1"),
     ],
 )
 async def test_every_endpoint_needs_a_valid_key(api, keys, headers, method, path):

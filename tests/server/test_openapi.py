@@ -22,6 +22,17 @@ EXPECTED = {
     ("get", "/api/knowledge/{document_id}"): {404, 422},
     ("get", "/api/knowledge/{document_id}/status"): {404, 422},
     ("delete", "/api/knowledge/{document_id}"): {403, 404, 422},
+    ("post", "/api/users/{user_id}/turns"): {400, 403, 413, 422},
+    ("get", "/api/users/{user_id}/jobs/{job_id}"): {403, 404, 422},
+    ("post", "/api/users/{user_id}/memories"): {400, 403, 413, 422},
+    ("get", "/api/users/{user_id}/memories"): {403, 422},
+    ("post", "/api/users/{user_id}/recall"): {400, 403, 413, 422},
+    ("get", "/api/users/{user_id}/context"): {403, 422},
+    ("get", "/api/users/{user_id}/memories/{memory_id}/history"): {403, 404, 422},
+    ("delete", "/api/users/{user_id}/memories/{memory_id}"): {403, 404, 422},
+    ("delete", "/api/users/{user_id}"): {403, 422},
+    ("get", "/api/users/{user_id}/export"): {403, 422},
+    ("post", "/api/users/{user_id}/import"): {400, 403, 413, 422},
 }
 
 
@@ -81,12 +92,17 @@ async def test_every_503_says_when_to_retry_and_healthz_says_which_tier(spec):
 
 # (method, path): its success statuses, where there are several
 SUCCESSES = {("post", "/api/knowledge"): {"201", "202"}}
+NO_CONTENT = {("delete", "/api/users/{user_id}/memories/{memory_id}")}
+"""Operations answering 204: no body at all."""
 
 
 async def test_every_success_body_is_a_named_model(spec):
     for method, path, op in _operations(spec):
         ok = {s: r for s, r in op["responses"].items() if int(s) < 400}
         assert len(ok) == 1 or set(ok) == SUCCESSES.get((method, path)), (method, path)
+        if (method, path) in NO_CONTENT:
+            assert set(ok) == {"204"} and "content" not in ok["204"], (method, path)
+            continue
         for response in ok.values():
             schema = response["content"]["application/json"]["schema"]
             assert schema.get("$ref", "").startswith("#/components/schemas/"), (method, path)
@@ -94,5 +110,13 @@ async def test_every_success_body_is_a_named_model(spec):
 
 async def test_request_bodies_carry_examples(spec):
     schemas = spec["components"]["schemas"]
-    for name in ("MemoryCreate", "SearchRequest", "KnowledgeCreate", "KnowledgeSearch"):
+    for name in (
+        "MemoryCreate",
+        "SearchRequest",
+        "KnowledgeCreate",
+        "KnowledgeSearch",
+        "TurnsRequest",
+        "FactCreate",
+        "RecallRequest",
+    ):
         assert schemas[name]["examples"], name

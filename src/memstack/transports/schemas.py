@@ -19,6 +19,8 @@ from pydantic import (
     ConfigDict,
     Field,
     Strict,
+    StrictFloat,
+    StrictInt,
     StrictStr,
     WithJsonSchema,
 )
@@ -175,6 +177,24 @@ Whole = Annotated[_Rule, Strict(), BeforeValidator(_whole)]
 """A JSON integer under a rule (``Whole[SearchLimit]``): ``10`` or ``10.0``; never
 ``"10"``, ``true`` or ``10.5``."""
 WholeNumber = Whole[int]
+
+
+def seconds_of(value: object) -> object:
+    """An ISO 8601 time (no zone: UTC) as seconds since the epoch; anything else as is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"{value[:40]!r} is not a time: give an ISO 8601 time such as "
+            '"2026-01-01T09:30:00.000Z", as an export writes it, or seconds since the epoch'
+        ) from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+Moment = Annotated[StrictFloat | StrictInt, BeforeValidator(seconds_of)]
+"""A time: ISO 8601 (as the API writes them) or seconds since the epoch."""
 
 
 class _Body(BaseModel):

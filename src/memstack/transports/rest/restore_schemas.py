@@ -4,18 +4,9 @@ the API writes them, ISO 8601, or seconds since the epoch)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    StrictFloat,
-    StrictInt,
-    StrictStr,
-)
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from memstack.service.restore import MAX_RESTORE_MEMORIES, MemoryIn, VersionIn
 from memstack.service.types import MAX_KEY_CHARS, MAX_VALUE_CHARS
@@ -26,30 +17,13 @@ from memstack.transports.schemas import (
     PROVENANCE_HELP,
     ClosedReasonName,
     IdPart,
+    Moment,
     ProvenanceDetail,
     ProvenanceName,
     ScopeName,
 )
 
 __all__ = ["MemoryRestore", "RestoreOut", "RestoreRequest", "VersionRestore", "restore_in"]
-
-
-def _seconds(value: object) -> object:
-    """An ISO 8601 time (no zone: UTC) as seconds since the epoch; anything else as is."""
-    if not isinstance(value, str):
-        return value
-    try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(
-            f"{value[:40]!r} is not a time: give an ISO 8601 time such as "
-            '"2026-01-01T09:30:00.000Z", as an export writes it, or seconds since the epoch'
-        ) from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
-
-
-Moment = Annotated[StrictFloat | StrictInt, BeforeValidator(_seconds)]
-"""A time: ISO 8601 (as the API writes them) or seconds since the epoch."""
 
 
 class _Body(BaseModel):

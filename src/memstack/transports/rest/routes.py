@@ -23,6 +23,7 @@ from memstack.transports.errors import RETRY_AFTER_DOC, RETRY_AFTER_S, error_res
 from memstack.transports.rest.auth import bearer_principal
 from memstack.transports.rest.health import HealthCheck
 from memstack.transports.rest.restore_schemas import RestoreOut, RestoreRequest, restore_in
+from memstack.transports.rest.users import user_routes
 from memstack.transports.schemas import (
     CURSOR_HELP,
     DEFAULT_LIST_LIMIT,
@@ -125,6 +126,7 @@ def api_routes(services: Services) -> APIRouter:
                 status_code=route.status_code,
                 responses={**error_responses(*route.errors), **route.more},
             )
+    router.include_router(user_routes(services.users, api.auth))
     return router
 
 
