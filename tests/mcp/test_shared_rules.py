@@ -31,6 +31,8 @@ _RULE = (
     "items",
 )
 _ID_TOOLS = ("get_memory", "memory_history", "delete_memory")
+_USER_TOOLS = ("add_turns", "remember", "recall", "get_recalled_context", "forget")
+_USER = "/api/users/{user_id}"
 
 # (the REST parameter: method, path, name), the MCP (tool, parameter)
 _PARAMETERS = [
@@ -56,6 +58,18 @@ _PARAMETERS = [
     (("get", "/api/memories/{memory_id}", "memory_id"), ("get_memory", "memory_id")),
     (("get", "/api/memories/{memory_id}/history", "memory_id"), ("memory_history", "memory_id")),
     (("delete", "/api/memories/{memory_id}", "memory_id"), ("delete_memory", "memory_id")),
+    *(
+        (("get", f"{_USER}/context", name), ("get_recalled_context", name))
+        for name in ("user_id", "query", "k", "session_id", "memory_enabled")
+    ),
+    *(
+        (("delete", f"{_USER}/memories/{{memory_id}}", name), ("forget", name))
+        for name in ("user_id", "memory_id")
+    ),
+    *(
+        (("post", f"{_USER}/{path}", "user_id"), (tool, "user_id"))
+        for path, tool in [("turns", "add_turns"), ("memories", "remember"), ("recall", "recall")]
+    ),
 ]
 # (the REST body's component, its field), the MCP (tool, parameter)
 _FIELDS = [
@@ -88,6 +102,24 @@ _FIELDS = [
         )
     ),
     *((("KnowledgeSearch", name), ("search_knowledge", name)) for name in ("query", "limit")),
+    *((("TurnsRequest", name), ("add_turns", name)) for name in ("session_id", "memory_enabled")),
+    *(
+        (("FactCreate", name), ("remember", name))
+        for name in ("text", "kind", "importance", "supersedes", "metadata", "memory_enabled")
+    ),
+    *(
+        (("RecallRequest", name), ("recall", name))
+        for name in (
+            "query",
+            "k",
+            "touch",
+            "as_of",
+            "include_superseded",
+            "provenances",
+            "session_id",
+            "memory_enabled",
+        )
+    ),
 ]
 
 
@@ -157,12 +189,14 @@ def test_every_id_parameter_carries_its_pattern(schemas: tuple[dict[str, Any], A
         *(tools[tool]["memory_id"] for tool in _ID_TOOLS),
         *(
             params[name]
-            for params in tools.values()
+            for tool, params in tools.items()
+            if tool not in _USER_TOOLS  # a conversation's session id is free text
             for name in ("agent_id", "session_id")
             if name in params
         ),
+        *(tools[tool]["user_id"] for tool in _USER_TOOLS),
     ]
-    assert len(ids) == 3 + 4 + 4  # agent_id and session_id of four tools each
+    assert len(ids) == 3 + 4 + 4 + 5  # agent_id and session_id of four tools each, user_id
     for schema in ids:
         (accepts,) = _rule(schema)["accepts"]
         assert accepts["pattern"].startswith("^") and accepts["minLength"] == 1

@@ -25,6 +25,12 @@ TOOLS = {
     "delete_memory",
     "get_context",
     "search_knowledge",
+    # a user's conversation memory (issue 32; tests/mcp/test_user_tools.py)
+    "add_turns",
+    "remember",
+    "recall",
+    "get_recalled_context",
+    "forget",
 }
 
 

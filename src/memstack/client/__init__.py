@@ -10,6 +10,14 @@ memstack errors: 404 ``NotFound``, 400/413/422 ``InvalidInput`` (with the server
     client = MemoryClient()  # MEMSTACK_URL, MEMSTACK_API_KEY
     client.store("agent-1", "coding-style", "Type hints everywhere.")
     client.search("coding style", agent_id="agent-1")["results"][0]["memory"]["value"]
+
+A user's conversation memory (a key with the long-term right, or the server's
+``MEMSTACK_MEMORY_ENABLED=1``): turns stored verbatim, recalled as in process.
+
+    client.add_turns("alice", [{"speaker": "alice", "text": "I moved to Berlin.",
+                                "session_id": "s1"}])
+    client.recall("alice", "Where does Alice live?")["results"][0]["text"]
+    client.recalled_context("alice", "Where does Alice live?")["block"]
 """
 
 from memstack.client import types

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar, cast
+from urllib.parse import quote
 
 from memstack._json import JSON
 from memstack.client import types as t
@@ -257,6 +258,143 @@ def search_knowledge(query: str, *, limit: int = 5) -> Call[t.KnowledgeResults]:
 
 def delete_document(document_id: str) -> Call[t.Deleted]:
     return Call(method="DELETE", path=f"/api/knowledge/{_segment(document_id)}")
+
+
+# -- a user's conversation memory -----------------------------------------------------
+
+
+def _user(user_id: object) -> str:
+    """The path of a user's memory: the id percent-encoded as one segment."""
+    if not isinstance(user_id, str) or not user_id:
+        raise InvalidInput(f"{user_id!r} is not a user id.", field="user_id")
+    return f"/api/users/{quote(user_id, safe='')}"
+
+
+def add_turns(
+    user_id: str,
+    turns: Sequence[t.TurnIn | Mapping[str, JSON]],
+    *,
+    session_id: str | None = None,
+    memory_enabled: bool | None = None,
+) -> Call[t.TurnsAdded]:
+    """Store conversation turns verbatim, each with its neighbours as context: each turn
+    ``{"speaker", "text", "session_id", "time"?, "id"?, "metadata"?}``, or an OpenAI-style
+    message ``{"role", "content", "name"?}`` (then ``session_id`` here or in the turn).
+    Each turn's outcome in order; ``job_id`` the extraction queued when the server has a
+    model. ``memory_enabled=False`` vetoes long-term memory: nothing is stored."""
+    body: dict[str, object] = {"turns": [dict(turn) for turn in turns]}
+    body |= _given(session_id=session_id, memory_enabled=memory_enabled)
+    return Call(method="POST", path=f"{_user(user_id)}/turns", body=body)
+
+
+def get_job(user_id: str, job_id: str) -> Call[t.Job]:
+    """An extraction job's state and the ids of the memories it stored."""
+    return Call(method="GET", path=f"{_user(user_id)}/jobs/{_segment(job_id)}")
+
+
+def remember(
+    user_id: str,
+    text: str,
+    *,
+    kind: t.MemoryKind = "fact",
+    importance: float = 0.5,
+    supersedes: Sequence[str] = (),
+    metadata: Mapping[str, JSON] | None = None,
+    memory_enabled: bool | None = None,
+) -> Call[t.RememberedFact]:
+    """Remember an explicit fact about the user; ``supersedes``: ids of the memories it
+    replaces (each kept as history). Returns its id and outcome."""
+    if isinstance(supersedes, str):
+        raise InvalidInput(f"give a list of ids, not {supersedes!r}.", field="supersedes")
+    body: dict[str, object] = {"text": text, "kind": kind, "importance": importance}
+    body |= _given(
+        supersedes=list(supersedes) or None, metadata=metadata, memory_enabled=memory_enabled
+    )
+    return Call(method="POST", path=f"{_user(user_id)}/memories", body=body)
+
+
+def recall(
+    user_id: str,
+    query: str,
+    *,
+    k: int = 10,
+    touch: bool = True,
+    as_of: float | None = None,
+    include_superseded: bool = False,
+    provenances: Sequence[t.Provenance] | None = None,
+    session_id: str | None = None,
+    memory_enabled: bool | None = None,
+) -> Call[t.RecallResults]:
+    """The ``k`` memories of the user that best answer ``query``, best first, ranked as
+    in process, each with the scores that ranked it; ``session_id`` keeps to that
+    conversation's turns. ``touch`` marks them recalled (they age slower); ``as_of``
+    recalls what was valid then, ``include_superseded`` every version."""
+    body: dict[str, object] = {"query": query, "k": k, "touch": touch}
+    body |= _given(
+        as_of=as_of,
+        include_superseded=True if include_superseded else None,
+        provenances=_listed(provenances),
+        session_id=session_id,
+        memory_enabled=memory_enabled,
+    )
+    return Call(method="POST", path=f"{_user(user_id)}/recall", body=body)
+
+
+def recalled_context(
+    user_id: str,
+    query: str,
+    *,
+    k: int = 10,
+    session_id: str | None = None,
+    memory_enabled: bool | None = None,
+) -> Call[t.RecalledContext]:
+    """The ``<recalled-memories>`` block for ``query``, to inject before the user's
+    message: ``{"block"}``, "" when nothing is recalled."""
+    params = {"query": query, "k": k, "session_id": session_id, "memory_enabled": memory_enabled}
+    return Call(method="GET", path=f"{_user(user_id)}/context", params=params)
+
+
+def user_memories(
+    user_id: str, *, limit: int = 50, cursor: str | None = None, include_superseded: bool = False
+) -> Call[t.UserMemoryPage]:
+    """A page of the user's turns and facts, newest first; pass ``next_cursor`` as
+    ``cursor`` for the next page."""
+    params = {
+        "limit": limit,
+        "cursor": cursor,
+        "include_superseded": True if include_superseded else None,
+    }
+    return Call(method="GET", path=f"{_user(user_id)}/memories", params=params)
+
+
+def user_history(user_id: str, memory_id: str) -> Call[t.UserHistory]:
+    """Every version of one of the user's memories, oldest first."""
+    return Call(method="GET", path=f"{_user(user_id)}/memories/{_segment(memory_id)}/history")
+
+
+def forget(user_id: str, memory_id: str) -> Call[None]:
+    """Forget one of the user's memories (``NotFound`` when the user has no such one)."""
+    return Call(method="DELETE", path=f"{_user(user_id)}/memories/{_segment(memory_id)}")
+
+
+def erase_user(user_id: str) -> Call[t.DeletedCount]:
+    """Erase the user: every turn, fact, version and job. ``{"deleted": count}``."""
+    return Call(method="DELETE", path=_user(user_id))
+
+
+def export_user(user_id: str) -> Call[t.UserExport]:
+    """Every turn, fact and version of the user, as ``import_user`` takes them."""
+    return Call(method="GET", path=f"{_user(user_id)}/export")
+
+
+def import_user(
+    user_id: str, memories: Sequence[Mapping[str, JSON]], *, replace: bool = False
+) -> Call[t.UserImported]:
+    """Write back an export (``export_user(...)["memories"]``); a memory the user holds
+    already is skipped unless ``replace``."""
+    body = {"memories": [dict(memory) for memory in memories]}
+    params = {"replace": "true" if replace else "false"}
+    return Call(method="POST", path=f"{_user(user_id)}/import", body=body, params=params)
 
 
 def health() -> Call[t.Health]:

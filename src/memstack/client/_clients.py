@@ -93,6 +93,17 @@ class MemoryClient:
     search_knowledge = _blocking(calls.search_knowledge)
     delete_document = _blocking(calls.delete_document)
     health = _blocking(calls.health)
+    add_turns = _blocking(calls.add_turns)
+    get_job = _blocking(calls.get_job)
+    remember = _blocking(calls.remember)
+    recall = _blocking(calls.recall)
+    recalled_context = _blocking(calls.recalled_context)
+    user_memories = _blocking(calls.user_memories)
+    user_history = _blocking(calls.user_history)
+    forget = _blocking(calls.forget)
+    erase_user = _blocking(calls.erase_user)
+    export_user = _blocking(calls.export_user)
+    import_user = _blocking(calls.import_user)
 
     def wait_for_document(
         self, document_id: str, *, timeout: float = 600.0, every: float = 0.5
@@ -215,6 +226,17 @@ class AsyncMemoryClient:
     search_knowledge = _awaitable(calls.search_knowledge)
     delete_document = _awaitable(calls.delete_document)
     health = _awaitable(calls.health)
+    add_turns = _awaitable(calls.add_turns)
+    get_job = _awaitable(calls.get_job)
+    remember = _awaitable(calls.remember)
+    recall = _awaitable(calls.recall)
+    recalled_context = _awaitable(calls.recalled_context)
+    user_memories = _awaitable(calls.user_memories)
+    user_history = _awaitable(calls.user_history)
+    forget = _awaitable(calls.forget)
+    erase_user = _awaitable(calls.erase_user)
+    export_user = _awaitable(calls.export_user)
+    import_user = _awaitable(calls.import_user)
 
     async def wait_for_document(
         self, document_id: str, *, timeout: float = 600.0, every: float = 0.5

@@ -4,7 +4,7 @@ caller reads while the values stay the plain dicts and lists the server sent."""
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from memstack._json import JSON
 
@@ -18,17 +18,34 @@ __all__ = [
     "DocumentStatus",
     "DocumentSummary",
     "Health",
+    "Job",
+    "JobState",
     "KnowledgeHit",
     "KnowledgeResults",
     "Memory",
     "MemoryHistory",
+    "MemoryKind",
     "MemoryPage",
     "Provenance",
+    "RecallResults",
+    "RecallScores",
+    "RecalledContext",
+    "RecalledMemory",
+    "RememberedFact",
     "Restored",
     "Scope",
     "SearchHit",
     "SearchMode",
     "SearchResults",
+    "TurnIn",
+    "TurnOutcome",
+    "TurnsAdded",
+    "UserExport",
+    "UserHistory",
+    "UserImported",
+    "UserMemory",
+    "UserMemoryPage",
+    "WriteOutcome",
 ]
 
 Scope = Literal["session", "agent", "global"]
@@ -157,3 +174,130 @@ class Health(TypedDict):
     status: Literal["ok", "degraded"]
     long_term: Literal["up", "down"]
     short_term: Literal["up", "down", "in-process"]
+
+
+# -- a user's conversation memory (``/api/users/{user_id}/...``) ------------------------
+
+MemoryKind = Literal["preference", "identity", "project", "decision", "event", "fact"]
+"""What a fact of a user is about (``remember``); a stored turn is an ``event``."""
+WriteOutcome = Literal["stored", "duplicate", "refused", "skipped"]
+"""What became of a turn or a fact: ``refused`` by the secret filter (``reason`` says
+why), ``skipped`` because the request vetoed long-term memory (``memory_enabled=False``)."""
+JobState = Literal["queued", "running", "done", "failed"]
+
+
+class TurnIn(TypedDict):
+    """One conversation turn to store, as said. ``time``: ISO 8601 or seconds since the
+    epoch (default now); ``id`` makes a retry idempotent."""
+
+    speaker: str
+    text: str
+    session_id: str
+    time: NotRequired[str | float]
+    id: NotRequired[str]
+    metadata: NotRequired[dict[str, JSON]]
+
+
+class TurnOutcome(TypedDict):
+    id: str
+    outcome: WriteOutcome
+    reason: str | None
+
+
+class TurnsAdded(TypedDict):
+    turns: list[TurnOutcome]
+    """One per turn sent, in the order sent."""
+    job_id: str | None
+    """The extraction job queued for these turns (``get_job``); None without a model."""
+
+
+class Job(TypedDict):
+    id: str
+    state: JobState
+    stored: list[str]
+    """Ids of the memories the extraction stored."""
+    error: str | None
+    created_at: str
+    updated_at: str
+
+
+class RememberedFact(TypedDict):
+    id: str | None
+    outcome: WriteOutcome
+    reason: str | None
+
+
+class UserMemory(TypedDict):
+    """A stored turn or fact, one version of it (``valid_to`` set on a closed one)."""
+
+    id: str
+    text: str
+    kind: str
+    importance: float
+    metadata: dict[str, JSON]
+    """A turn's own metadata, as it was given."""
+    provenance: Provenance | None
+    provenance_detail: str | None
+    created_at: str
+    updated_at: str
+    last_accessed_at: str | None
+    valid_from: str
+    valid_to: str | None
+    superseded_by: str | None
+    closed_reason: ClosedReason | None
+    session_id: str | None
+    """The turn's session; None for a fact."""
+    speaker: str | None
+    turn_seq: int | None
+    """The turn's place in its session; None for a fact."""
+
+
+class RecallScores(TypedDict):
+    """The terms that ranked a recalled memory (``longterm.scoring.ScoreBreakdown``)."""
+
+    score: float
+    similarity: float
+    keyword: float
+    relevance: float
+    recency: float
+    importance: float
+    session: float
+    speaker: float
+    time: float
+
+
+class RecalledMemory(UserMemory):
+    score: float
+    scores: RecallScores
+
+
+class RecallResults(TypedDict):
+    results: list[RecalledMemory]
+    """Best first, ranked as the library ranks them in process."""
+
+
+class RecalledContext(TypedDict):
+    block: str
+    """The ``<recalled-memories>`` block to inject before the user's message; "" if none."""
+
+
+class UserMemoryPage(TypedDict):
+    memories: list[UserMemory]
+    next_cursor: str | None
+    """Pass it as ``cursor`` for the page after this one; None on the last page."""
+
+
+class UserHistory(TypedDict):
+    versions: list[UserMemory]
+    """Oldest first; the last is the current one."""
+
+
+class UserExport(TypedDict):
+    memories: list[dict[str, JSON]]
+    """Every turn, fact and version of the user, as ``import_user`` takes them back."""
+
+
+class UserImported(TypedDict):
+    stored: int
+    skipped: int
+    """Memories the user held already, left as they were (no ``replace``)."""

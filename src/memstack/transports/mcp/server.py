@@ -30,6 +30,7 @@ from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
 from memstack.service.render import DEFAULT_BUDGET
+from memstack.transports.mcp.user_tools import UserToolEnv, add_user_tools
 from memstack.transports.schemas import (
     CURSOR_HELP,
     DEFAULT_KNOWLEDGE_LIMIT,
@@ -102,6 +103,7 @@ def build_server(
     env = _Env(services.memories, services.knowledge, caller, default_agent)
     for tool in _TOOLS:
         server.add_tool(tool.build(env), description=tool.description, annotations=tool.annotations)
+    add_user_tools(server, UserToolEnv(services.users, caller, _tool_errors))
     _add_context_resource(server, env)
     return server
 
