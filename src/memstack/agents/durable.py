@@ -21,6 +21,7 @@ from memstack.providers.base import Message
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
+from memstack.service.render import DEFAULT_BUDGET
 from memstack.service.tools import StoreMemoryTool
 from memstack.tools import Tool
 
@@ -37,7 +38,7 @@ class MemoryServiceBinding:
     agent_id: str
     session_id: str | None = None
     knowledge: KnowledgeBase | None = None
-    budget_chars: int = 8_000
+    budget_chars: int = DEFAULT_BUDGET
 
 
 @dataclass(frozen=True, kw_only=True)

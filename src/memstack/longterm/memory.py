@@ -66,7 +66,13 @@ from memstack.storage.hybrid import fused_candidates
 from memstack.storage.types import own_metadata
 from memstack.storage.versions import Closing, close_current, closed, history
 
-__all__ = ["DEDUPE_THRESHOLD", "DEFAULT_MAX_ITEMS", "SIMILAR_FLOOR", "LongTermMemory"]
+__all__ = [
+    "DEDUPE_THRESHOLD",
+    "DEFAULT_MAX_ITEMS",
+    "SIMILAR_FLOOR",
+    "LongTermMemory",
+    "long_term_item",
+]
 
 DEFAULT_MAX_ITEMS: Final = 500
 DEDUPE_THRESHOLD: Final = 0.92
@@ -644,7 +650,7 @@ class LongTermMemory:
         id (or one erased by ``forget``)."""
         _check_text(memory_id, "memory_id")
         versions = await asyncio.to_thread(history, self.store, self.namespace, memory_id)
-        return [LongTermItem(**_item_fields(r)) for r in versions]
+        return [long_term_item(r) for r in versions]
 
     async def clear(self) -> int:
         """Drop the whole collection; returns how many items were removed."""
@@ -674,7 +680,7 @@ class LongTermMemory:
         records = await asyncio.to_thread(
             self.store.list, self.namespace, filter=wanted, limit=limit, offset=offset
         )
-        return [LongTermItem(**_item_fields(r)) for r in records]
+        return [long_term_item(r) for r in records]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -762,6 +768,11 @@ class _ItemFields(TypedDict):
     closed_reason: str | None
     provenance: str | None
     provenance_detail: str | None
+
+
+def long_term_item(record: Record) -> LongTermItem:
+    """A stored record as the memory a listing or a history shows."""
+    return LongTermItem(**_item_fields(record))
 
 
 def _recalled(record: Record, scores: ScoreBreakdown) -> RecalledMemory:

@@ -16,8 +16,8 @@ from typing import Final
 
 from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput
-from memstack.longterm.memory import MAX_TEXT_CHARS, _item_fields
-from memstack.longterm.types import LTM_KINDS, PROVENANCES, LongTermItem
+from memstack.longterm.memory import MAX_TEXT_CHARS, long_term_item
+from memstack.longterm.types import LTM_KINDS, PROVENANCES
 from memstack.secrets import find_secret
 from memstack.service.types import CLOSED_REASONS as _REASONS
 from memstack.storage import Record
@@ -33,7 +33,7 @@ _TEXTS: Final = ("context", "superseded_by", "closed_reason", "provenance_detail
 
 def exported(record: Record) -> dict[str, JSON]:
     """One stored record as an export lists it."""
-    item = asdict(LongTermItem(**_item_fields(record)))
+    item = asdict(long_term_item(record))
     out = to_json(item, field="memory")
     assert isinstance(out, dict)
     return out

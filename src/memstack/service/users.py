@@ -30,7 +30,7 @@ from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import Forbidden, InvalidInput, NotFound
 from memstack.longterm.collection import Collection
-from memstack.longterm.memory import DEFAULT_MAX_ITEMS, LongTermMemory, _item_fields
+from memstack.longterm.memory import DEFAULT_MAX_ITEMS, LongTermMemory, long_term_item
 from memstack.longterm.render import render_recalled
 from memstack.longterm.turns import Turn
 from memstack.longterm.types import LongTermItem, LtmKind, Provenance, RecalledMemory
@@ -312,7 +312,7 @@ class UserMemories:
         )
         more = len(found) > limit
         return Page(
-            items=[_item(r) for r in found[:limit]],
+            items=[long_term_item(r) for r in found[:limit]],
             next_cursor=encode_cursor(found[limit - 1]) if more else None,
         )
 
@@ -410,7 +410,3 @@ class UserMemories:
     async def wait_for_jobs(self) -> None:
         """Wait for the extraction jobs started so far (for shutdown and tests)."""
         await self.jobs.wait()
-
-
-def _item(record: Record) -> LongTermItem:
-    return LongTermItem(**_item_fields(record))
