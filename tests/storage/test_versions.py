@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from memstack.errors import InvalidInput, NotFound
+from memstack.errors import InvalidInput, NotFound, WriteConflict
 from memstack.storage import Filter, RecordStore
 from memstack.storage.versions import (
     KEPT_VERSIONS,
@@ -81,10 +81,13 @@ def test_beyond_kept_names_the_earliest_closed() -> None:
 
 def test_close_current_and_history_walk_the_chain(store: RecordStore) -> None:
     store.upsert([rec("lisbon", created_at=T0 - 100), rec("berlin", created_at=T0 - 50)])
-    (done,) = close_current(
+    (done,), (expect,) = close_current(
         store, "ns", [Closing(id="lisbon", at=T0 - 50, reason="superseded", by="berlin")]
     )
-    store.upsert([done])
+    assert (expect.id, expect.seen) == ("lisbon", store.get("ns", ["lisbon"])[0])
+    store.write(upserts=[done], expect=[expect])
+    with pytest.raises(WriteConflict):  # closed already: a second writer's close is refused
+        store.write(upserts=[done], expect=[expect])
     assert ids(history(store, "ns", "berlin")) == ["lisbon", "berlin"]
     assert ids(history(store, "ns", "lisbon")) == ["lisbon", "berlin"]
     with pytest.raises(InvalidInput, match="already superseded by 'berlin'"):

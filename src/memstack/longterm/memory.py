@@ -14,7 +14,7 @@ import numpy as np
 from memstack._json import JSON, to_json
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
-from memstack.errors import ConfigError, InvalidInput
+from memstack.errors import ConfigError, InvalidInput, WriteConflict
 from memstack.longterm.collection import Collection
 from memstack.longterm.extraction import build_extraction_messages, parse_candidates
 from memstack.longterm.reconcile import (
@@ -60,7 +60,7 @@ from memstack.longterm.types import (
 )
 from memstack.providers.base import ChatModel, Message
 from memstack.secrets import find_secret, looks_like_secret
-from memstack.storage import Cap, Filter, Record, RecordStore
+from memstack.storage import Cap, Expect, Filter, Record, RecordStore
 from memstack.storage._vectors import top_k
 from memstack.storage.hybrid import fused_candidates
 from memstack.storage.types import own_metadata
@@ -79,6 +79,9 @@ DEDUPE_THRESHOLD: Final = 0.92
 MAX_TEXT_CHARS: Final = 4_000
 MAX_K: Final = 100
 _MIN_POOL: Final = 50
+_CLOSE_TRIES: Final = 3
+"""Writes of a supersede tried while other writers change what it closes: past them, the
+conflict is raised (a closed target is refused at once, naming its successor)."""
 SIMILAR_FLOOR: Final = 0.4
 """Stored memories shown to reconciliation have at least this cosine to the candidate.
 The gate errs towards showing: a memory not shown cannot be updated, while one shown in
@@ -161,17 +164,20 @@ class LongTermMemory:
         Only current memories are recalled: ``as_of`` (seconds since the epoch, like
         ``created_at``) recalls those valid at that moment instead, and
         ``include_superseded`` every version; ``provenances`` keeps memories learned
-        those ways; ``session_id`` the turns of that conversation session only. Recalling
-        the past touches nothing.
+        those ways. ``session_id`` names the conversation session the query comes from:
+        its turns get the session bonus of the session that matched best (they are
+        favoured, not kept alone). Recalling the past touches nothing.
         """
         _check_text(query, "query")
         _check_k(k)
-        wanted = _filter(as_of, include_superseded, provenances, session_id)
+        wanted = _filter(as_of, include_superseded, provenances)
+        if session_id is not None:
+            _check_text(session_id, "session_id")
         touch = touch and as_of is None and not include_superseded
-        return await asyncio.to_thread(self._recall, query, k, touch, wanted)
+        return await asyncio.to_thread(self._recall, query, k, touch, wanted, session_id)
 
     def _recall(
-        self, query: str, k: int, touch: bool, wanted: Filter | None
+        self, query: str, k: int, touch: bool, wanted: Filter | None, session_id: str | None
     ) -> list[RecalledMemory]:
         pool = max(4 * k, _MIN_POOL)
         vector = self.embedder.embed_batch([query])[0]
@@ -194,6 +200,7 @@ class LongTermMemory:
             sessions=[_text_or_none(m.get("session_id")) for m in metadata],
             speakers=[_text_or_none(m.get("speaker")) for m in metadata],
             weights=self.context_weights,
+            current_session=session_id,
         )
         relevance = np.asarray(found.relevance, dtype=np.float64)
         scores = final_scores(
@@ -515,9 +522,21 @@ class LongTermMemory:
                 if candidates[i].supersedes:  # a changed fact may read like the old one
                     duplicates[row] = None
             records = self._build(candidates, pending, embedded, duplicates, outcomes)
-        records += self._closing(candidates, outcomes, records, retire)
-        if records:
-            self.store.write(upserts=records, caps=self._caps(), model_id=self.embedder.model_id)
+        for attempt in range(_CLOSE_TRIES):
+            closing, expect = self._closing(candidates, outcomes, records, retire)
+            if not records and not closing:
+                break
+            try:
+                self.store.write(
+                    upserts=records + closing,
+                    caps=self._caps(),
+                    model_id=self.embedder.model_id,
+                    expect=expect,
+                )
+                break
+            except WriteConflict:  # another writer closed or changed one: read again
+                if attempt == _CLOSE_TRIES - 1:
+                    raise
         return [o for o in outcomes if o is not None]
 
     def _closing(
@@ -526,9 +545,10 @@ class LongTermMemory:
         outcomes: list[RememberOutcome | None],
         records: list[Record],
         retire: Sequence[str],
-    ) -> list[Record]:
+    ) -> tuple[list[Record], list[Expect]]:
         """The stored memories this write closes: those the new records supersede, and
-        those ``retire`` names (closed now, ``closed_reason="deleted"``)."""
+        those ``retire`` names (closed now, ``closed_reason="deleted"``), with what the
+        write expects of each (``close_current``)."""
         now = self.clock.now()
         starts = {r.id: r.valid_from or r.created_at for r in records}
         closings = [
@@ -704,13 +724,9 @@ def _text_or_none(value: JSON | None) -> str | None:
 
 
 def _filter(
-    as_of: float | None,
-    include_superseded: bool,
-    provenances: Sequence[Provenance] | None,
-    session_id: str | None = None,
+    as_of: float | None, include_superseded: bool, provenances: Sequence[Provenance] | None
 ) -> Filter | None:
-    """The record filter of a read that asks for the past, for some provenances or for
-    one session's turns."""
+    """The record filter of a read that asks for the past or for some provenances."""
     if as_of is not None and (
         isinstance(as_of, bool) or not isinstance(as_of, int | float) or not math.isfinite(as_of)
     ):
@@ -731,15 +747,12 @@ def _filter(
                     f"provenances holds {value!r}; use {', '.join(PROVENANCES)}.",
                     field="provenances",
                 )
-    if session_id is not None:
-        _check_text(session_id, "session_id")
-    if as_of is None and not include_superseded and provenances is None and session_id is None:
+    if as_of is None and not include_superseded and provenances is None:
         return None
     return Filter(
         as_of=None if as_of is None else float(as_of),
         include_superseded=bool(include_superseded),
         provenances=None if provenances is None else tuple(provenances),
-        metadata=None if session_id is None else {"session_id": session_id},
     )
 
 

@@ -160,10 +160,17 @@ class ContextScores:
     """The context terms of one recall's candidates, worked out once for the whole set:
     ``lifts[i]`` is what they add to candidate ``i``'s relevance and ``terms(i)`` the same
     broken down. Recall ranks every candidate by its lift and builds the breakdown only
-    for the memories it returns."""
+    for the memories it returns. ``current_session``, the conversation the query comes
+    from, counts as the best evidence: its turns get the session term of the session
+    that matched best."""
 
     def __init__(
-        self, query: str, candidates: Sequence[ContextCandidate], weights: ContextWeights
+        self,
+        query: str,
+        candidates: Sequence[ContextCandidate],
+        weights: ContextWeights,
+        *,
+        current_session: str | None = None,
     ) -> None:
         self._score(
             query,
@@ -172,6 +179,7 @@ class ContextScores:
             [c.session_id for c in candidates],
             [c.speaker for c in candidates],
             weights,
+            current_session,
         )
 
     @classmethod
@@ -184,11 +192,12 @@ class ContextScores:
         sessions: Sequence[str | None],
         speakers: Sequence[str | None],
         weights: ContextWeights,
+        current_session: str | None = None,
     ) -> ContextScores:
         """The same from one list per field (``ContextCandidate``'s), in candidate order:
         a recall has them as columns and needs no object per candidate."""
         scores = cls.__new__(cls)
-        scores._score(query, relevance, texts, sessions, speakers, weights)
+        scores._score(query, relevance, texts, sessions, speakers, weights, current_session)
         return scores
 
     def _score(
@@ -199,12 +208,15 @@ class ContextScores:
         sessions: Sequence[str | None],
         speakers: Sequence[str | None],
         weights: ContextWeights,
+        current_session: str | None = None,
     ) -> None:
         best: dict[str | None, float] = {}
         for session, r in zip(sessions, relevance, strict=True):
             if r > best.get(session, -math.inf):
                 best[session] = r
         best.pop(None, None)
+        if current_session in best:  # the caller's own conversation: evidence as good as any
+            best[current_session] = max(best.values())
         speaker = named_speaker(query, {s for s in speakers if s}) if weights.speaker else None
         timed = bool(weights.time) and asks_for_time(query)
         share = weights.session

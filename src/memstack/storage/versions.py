@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from memstack.errors import InvalidInput, NotFound
+from memstack.storage.backend import Expect
 from memstack.storage.base import RecordStore
 from memstack.storage.types import Filter, Record
 
@@ -145,8 +146,12 @@ class Closing:
     by: str | None = None
 
 
-def close_current(store: RecordStore, namespace: str, closings: Sequence[Closing]) -> list[Record]:
-    """The stored records ``closings`` name, closed as they say, in one read. Every id
+def close_current(
+    store: RecordStore, namespace: str, closings: Sequence[Closing]
+) -> tuple[list[Record], list[Expect]]:
+    """The stored records ``closings`` name, closed as they say, in one read, and the
+    ``Expect`` of each as it was read: a write of them with ``expect`` closes nothing
+    another writer closed or changed meanwhile (``WriteConflict``: call again). Every id
     must name a current memory of ``namespace`` and be closed once; otherwise
     ``InvalidInput`` (field ``supersedes``) and nothing is closed."""
     wanted = [c.id for c in closings]
@@ -172,7 +177,10 @@ def close_current(store: RecordStore, namespace: str, closings: Sequence[Closing
                 "the current version instead.",
                 field="supersedes",
             )
-    return [closed(found[c.id], at=c.at, reason=c.reason, by=c.by) for c in closings]
+    return (
+        [closed(found[c.id], at=c.at, reason=c.reason, by=c.by) for c in closings],
+        [Expect(namespace=namespace, id=c.id, seen=found[c.id]) for c in closings],
+    )
 
 
 def history(store: RecordStore, namespace: str, memory_id: str) -> list[Record]:
