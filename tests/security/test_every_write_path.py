@@ -398,7 +398,7 @@ CLIENT_STORES_NOTHING = {
     "document_status", "list_documents", "search_knowledge", "delete_document", "health",
     "wait_for_document", "iter_memories", "export_jsonl", "send", "close", "aclose",
     "base_url", "get_job", "recall", "recalled_context", "user_memories", "user_history",
-    "forget", "erase_user", "export_user",
+    "forget", "erase_user", "export_user", "list_users",
 }  # fmt: skip
 
 

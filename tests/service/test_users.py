@@ -193,11 +193,19 @@ async def test_recall_ranks_exactly_as_a_long_term_memory_in_process(
             assert turn_ids  # the turns keep the ids they were sent with
 
 
-async def test_recall_can_keep_one_session(users: UserMemories):
+async def test_the_current_session_gets_the_context_bonus_not_a_filter(users: UserMemories):
     await users.add_turns(A, "u1", turns_in())
-    found = await users.recall(A, "u1", "Biscuit violin Lisbon", k=20, session_id="s2")
-    assert {m.metadata["session_id"] for m in found} == {"s2"}
-    assert len(found) == 3
+    plain = await users.recall(A, "u1", "Biscuit the beagle", k=20, touch=False)
+    in_s3 = await users.recall(A, "u1", "Biscuit the beagle", k=20, touch=False, session_id="s3")
+    assert {m.id for m in in_s3} == {m.id for m in plain}  # nothing is left out
+    assert plain[0].metadata["session_id"] == "s1"  # the query matches s1's turns best
+    plain_s3 = [m.scores.session for m in plain if m.metadata["session_id"] == "s3"]
+    favoured = [m.scores.session for m in in_s3 if m.metadata["session_id"] == "s3"]
+    best = max(m.scores.session for m in plain)
+    assert favoured == [best] * 3 and all(b < best for b in plain_s3)
+    rank = {m.id: i for i, m in enumerate(in_s3)}
+    plain_rank = {m.id: i for i, m in enumerate(plain)}
+    assert all(rank[m.id] <= plain_rank[m.id] for m in in_s3 if m.metadata["session_id"] == "s3")
 
 
 async def test_context_is_the_recalled_block(users: UserMemories):
@@ -248,3 +256,26 @@ async def test_memories_page_through_every_memory_once(users: UserMemories):
     with pytest.raises(InvalidInput) as raised:
         await users.memories(A, "u1", cursor="not a cursor")
     assert raised.value.field == "cursor"
+
+
+async def test_a_user_id_with_a_slash_is_refused_naming_the_fix(users: UserMemories):
+    with pytest.raises(InvalidInput, match="use ':'") as raised:
+        await users.recall(A, "org/alice", "dog")
+    assert raised.value.field == "user_id"
+    with pytest.raises(InvalidInput, match="use ':'"):
+        await users.add_turns(A, "org/alice", turns_in())
+    assert (await users.users(A)).users == []
+
+
+async def test_users_lists_the_tenants_users_only(users: UserMemories):
+    await users.add_turns(A, "u1", turns_in())
+    await users.remember(A, "org:bob", "The user is allergic to peanuts.")
+    await users.add_turns(B, "u9", turns_in())
+    assert (await users.users(A)).users == ["org:bob", "u1"]
+    first = await users.users(A, limit=1)
+    assert first.users == ["org:bob"] and first.next_cursor is not None
+    rest = await users.users(A, limit=1, cursor=first.next_cursor)
+    assert rest.users == ["u1"] and rest.next_cursor is None
+    with pytest.raises(InvalidInput) as raised:
+        await users.users(A, limit=0)
+    assert raised.value.field == "limit"

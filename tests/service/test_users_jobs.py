@@ -4,8 +4,9 @@ process answers, done with what they stored or failed with the error."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
@@ -13,11 +14,13 @@ from memstack import ManualClock
 from memstack.embeddings import HashEmbedder
 from memstack.errors import NotFound, ProviderError
 from memstack.longterm.reconcile import RECONCILE_PROMPT
-from memstack.providers.base import Message
+from memstack.providers.base import Message, StreamEvent, TextDelta
 from memstack.providers.scripted import ScriptedProvider
 from memstack.service.principal import Principal
+from memstack.service.user_jobs import JOB_DEADLINE_S
 from memstack.service.users import TurnIn, UserMemories
 from memstack.storage import RecordStore
+from memstack.tools import ProviderTool
 
 A = Principal(tenant="acme", long_term=True)
 B = Principal(tenant="globex", long_term=True)
@@ -115,3 +118,45 @@ async def test_no_job_without_a_model_or_without_a_stored_turn(
     assert (again.job_id, vetoed.job_id) == (None, None)
     await users.wait_for_jobs()
     assert model.calls == []
+
+
+class _Stalled(ScriptedProvider):
+    """A model that never answers until cancelled: a job caught mid-flight."""
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str,
+        tools: Sequence[ProviderTool] = (),
+        json_output: bool = False,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        await asyncio.Event().wait()
+        yield TextDelta(content="never")
+
+
+async def test_a_job_stopped_with_its_server_reads_as_interrupted(
+    records: RecordStore, clock: ManualClock
+):
+    users = served(records, clock, _Stalled())
+    done = await users.add_turns(A, "u1", TURNS)
+    assert done.job_id is not None
+    await asyncio.sleep(0.05)
+    while (await users.job(A, "u1", done.job_id)).state == "queued":
+        await asyncio.sleep(0.01)
+    await users.stop_jobs()
+    job = await served(records, clock, ScriptedProvider()).job(A, "u1", done.job_id)
+    assert job.state == "failed" and job.error is not None and "interrupted" in job.error
+
+
+async def test_a_job_whose_worker_died_reads_as_interrupted_after_its_deadline(
+    records: RecordStore, clock: ManualClock
+):
+    dead = served(records, clock, ScriptedProvider())
+    job = await asyncio.to_thread(dead.jobs.create, "acme", "u1")  # queued, never run
+    reader = served(records, clock, ScriptedProvider())
+    assert (await reader.job(A, "u1", job.id)).state == "queued"
+    clock.advance(JOB_DEADLINE_S + 120)
+    late = await reader.job(A, "u1", job.id)
+    assert late.state == "failed" and late.error is not None and "interrupted" in late.error

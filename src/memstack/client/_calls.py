@@ -367,6 +367,12 @@ def user_memories(
     return Call(method="GET", path=f"{_user(user_id)}/memories", params=params)
 
 
+def list_users(*, limit: int = 50, cursor: str | None = None) -> Call[t.UserList]:
+    """A page of the key's tenant's users that hold a memory, in id order; pass
+    ``next_cursor`` as ``cursor`` for the next page."""
+    return Call(method="GET", path="/api/users", params={"limit": limit, "cursor": cursor})
+
+
 def user_history(user_id: str, memory_id: str) -> Call[t.UserHistory]:
     """Every version of one of the user's memories, oldest first."""
     return Call(method="GET", path=f"{_user(user_id)}/memories/{_segment(memory_id)}/history")

@@ -43,6 +43,7 @@ __all__ = [
     "UserExport",
     "UserHistory",
     "UserImported",
+    "UserList",
     "UserMemory",
     "UserMemoryPage",
     "WriteOutcome",
@@ -283,6 +284,13 @@ class RecalledContext(TypedDict):
 
 class UserMemoryPage(TypedDict):
     memories: list[UserMemory]
+    next_cursor: str | None
+    """Pass it as ``cursor`` for the page after this one; None on the last page."""
+
+
+class UserList(TypedDict):
+    users: list[str]
+    """User ids of the key's tenant that hold a memory, in id order."""
     next_cursor: str | None
     """Pass it as ``cursor`` for the page after this one; None on the last page."""
 

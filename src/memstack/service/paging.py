@@ -20,11 +20,18 @@ from typing import Final
 from memstack.errors import InvalidInput
 from memstack.storage import Record
 
-__all__ = ["MAX_CURSOR_CHARS", "decode_cursor", "encode_cursor"]
+__all__ = [
+    "MAX_CURSOR_CHARS",
+    "decode_cursor",
+    "decode_user_cursor",
+    "encode_cursor",
+    "encode_user_cursor",
+]
 
 MAX_CURSOR_CHARS: Final = 2_048
 """The longest cursor a listing hands out (a record id is at most 1 kB)."""
 _PREFIX: Final = "c1."
+_USER_PREFIX: Final = "u1."
 _MAX_ID_BYTES: Final = 1_024
 
 
@@ -53,6 +60,28 @@ def decode_cursor(cursor: object) -> tuple[float, str]:
         ):
             return float(at), id
     raise _bad(cursor)
+
+
+def encode_user_cursor(user_id: str) -> str:
+    """The cursor of the page of users that follows ``user_id`` (users go by id)."""
+    return _USER_PREFIX + base64.urlsafe_b64encode(user_id.encode()).decode().rstrip("=")
+
+
+def decode_user_cursor(cursor: object) -> str:
+    """The user id a cursor of ``encode_user_cursor`` holds; ``InvalidInput`` naming
+    ``cursor`` for anything else."""
+    if not isinstance(cursor, str) or not cursor.startswith(_USER_PREFIX):
+        raise _bad(cursor)
+    body = cursor[len(_USER_PREFIX) :]
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise _bad(cursor)
+    try:
+        user_id = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise _bad(cursor) from None
+    if not _storable(user_id):
+        raise _bad(cursor)
+    return user_id
 
 
 def _storable(id: str) -> bool:

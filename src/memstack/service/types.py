@@ -31,6 +31,7 @@ __all__ = [
     "as_provenance",
     "bucket_of",
     "check_id_part",
+    "check_user_id",
     "memory_from_json",
     "memory_id",
     "memory_to_json",
@@ -148,6 +149,19 @@ def check_id_part(value: object, field: str) -> str:
             field=field,
         )
     return value
+
+
+def check_user_id(value: object, field: str = "user_id") -> str:
+    """Validate a served user's id: an id part (``check_id_part``) without ``/``, since
+    it is one segment of the user's paths (``/api/users/{user_id}/...``)."""
+    user_id = check_id_part(value, field)
+    if "/" in user_id:
+        raise InvalidInput(
+            f"{field} must not hold '/': it is one segment of /api/users/{{user_id}}/...; "
+            "use ':' or '-' to separate its parts instead.",
+            field=field,
+        )
+    return user_id
 
 
 def memory_to_json(memory: Memory) -> str:

@@ -5,6 +5,11 @@ is asked answers with its state (``queued`` -> ``running`` -> ``done`` or ``fail
 what it stored and why it failed. It runs as a task on the event loop of the call that
 queued it: the write that queued it has answered already, and a failure is recorded on
 the job, never raised into a request. A job record expires after ``JOB_TTL_S``.
+
+A job never stays ``queued`` or ``running`` for good: one that outlives
+``JOB_DEADLINE_S`` fails as timed out, one stopped with its server (``stop``) fails as
+interrupted, and one whose worker died without a word reads as interrupted once its
+deadline has passed, from whichever worker is asked.
 """
 
 from __future__ import annotations
@@ -21,12 +26,20 @@ from memstack.redaction import redact
 from memstack.service.user_types import JOB_STATES, JobState, JobStatus
 from memstack.storage import Namespace, Record, RecordStore
 
-__all__ = ["JOB_TTL_S", "UserJobs", "jobs_namespace"]
+__all__ = ["JOB_DEADLINE_S", "JOB_TTL_S", "UserJobs", "jobs_namespace"]
 
 JOB_TTL_S: Final = 7 * 86_400
 """How long a job's record is kept: long enough to follow it, short enough that a busy
 user's jobs do not pile up."""
+JOB_DEADLINE_S: Final = 900.0
+"""The longest a job may run: past it the job fails, and a record still ``queued`` or
+``running`` after it belongs to a worker that is gone."""
+_GRACE_S: Final = 60.0
 _MAX_ERROR_CHARS: Final = 1_000
+INTERRUPTED: Final = (
+    "interrupted: the server running this job stopped before it finished; send the turns "
+    "again (with the same ids) to extract them."
+)
 
 _log = logging.getLogger("memstack.service")
 
@@ -45,6 +58,7 @@ class UserJobs:
         self.records = records
         self.clock = clock
         self._tasks: dict[tuple[str, str], set[asyncio.Task[None]]] = {}
+        self._stopping = False
 
     def create(self, tenant: str, user_id: str) -> JobStatus:
         """A queued job, recorded (call it in a worker thread)."""
@@ -55,7 +69,13 @@ class UserJobs:
 
     def get(self, tenant: str, user_id: str, job_id: str) -> JobStatus | None:
         found = self.records.get(jobs_namespace(tenant, user_id), [job_id])
-        return _status(found[0]) if found else None
+        if not found:
+            return None
+        job = _status(found[0])
+        abandoned = self.clock.now() - job.updated_at > JOB_DEADLINE_S + _GRACE_S
+        if job.state in ("queued", "running") and abandoned:
+            return replace(job, state="failed", error=INTERRUPTED)
+        return job
 
     def start(self, tenant: str, user_id: str, job: JobStatus, run: Run) -> None:
         """Run ``job`` on the running loop, after the caller has answered."""
@@ -67,12 +87,17 @@ class UserJobs:
     async def _run(self, tenant: str, user_id: str, job: JobStatus, run: Run) -> None:
         try:
             job = await self._moved(tenant, user_id, job, state="running")
-            stored = await run()
+            async with asyncio.timeout(JOB_DEADLINE_S):
+                stored = await run()
             await self._moved(tenant, user_id, job, state="done", stored=stored)
         except asyncio.CancelledError:
+            if self._stopping:  # the server is stopping: say so on the job
+                self._put(tenant, user_id, _failed(job, INTERRUPTED, self.clock.now()))
             raise
         except Exception as exc:  # recorded on the job: the write answered long ago
             error = redact(f"{type(exc).__name__}: {exc}")[:_MAX_ERROR_CHARS]
+            if isinstance(exc, TimeoutError):
+                error = f"timed out: extraction took longer than {JOB_DEADLINE_S:.0f} s."
             try:
                 await self._moved(tenant, user_id, job, state="failed", error=error)
             except Exception:
@@ -116,11 +141,23 @@ class UserJobs:
     def erase(self, tenant: str, user_id: str) -> int:
         return self.records.delete_namespace(jobs_namespace(tenant, user_id))
 
+    async def stop(self) -> None:
+        """Stop every running job, each recorded as interrupted (the server stops)."""
+        self._stopping = True
+        pending = [t for running in self._tasks.values() for t in running]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
     async def wait(self) -> None:
         """Wait for every job started so far (for shutdown and tests)."""
         while self._tasks:
             pending = [t for running in self._tasks.values() for t in running]
             await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _failed(job: JobStatus, error: str, now: float) -> JobStatus:
+    return replace(job, state="failed", error=error, updated_at=now)
 
 
 def _record(namespace: Namespace, job: JobStatus) -> Record:

@@ -20,6 +20,7 @@ __all__ = [
     "RestoreResult",
     "TurnIn",
     "TurnOutcome",
+    "UserPage",
 ]
 
 Outcome = Literal["stored", "duplicate", "refused", "skipped"]
@@ -77,6 +78,15 @@ class Page:
     """A page of a user's memories, newest first."""
 
     items: list[LongTermItem]
+    next_cursor: str | None = None
+    """Pass it back for the next page; None on the last."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UserPage:
+    """A page of a tenant's users that hold a memory, by id."""
+
+    users: list[str]
     next_cursor: str | None = None
     """Pass it back for the next page; None on the last."""
 

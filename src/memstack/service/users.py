@@ -20,6 +20,7 @@ memory was switched off.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import builtins
 import dataclasses
 from collections.abc import Mapping, Sequence
@@ -35,9 +36,14 @@ from memstack.longterm.render import render_recalled
 from memstack.longterm.turns import Turn
 from memstack.longterm.types import LongTermItem, LtmKind, Provenance, RecalledMemory
 from memstack.providers.base import ChatModel
-from memstack.service.paging import decode_cursor, encode_cursor
+from memstack.service.paging import (
+    decode_cursor,
+    decode_user_cursor,
+    encode_cursor,
+    encode_user_cursor,
+)
 from memstack.service.principal import Principal
-from memstack.service.types import check_id_part
+from memstack.service.types import check_user_id
 from memstack.service.user_export import check_items, exported, restored_record
 from memstack.service.user_jobs import UserJobs
 from memstack.service.user_turns import Checked, check_turns, conversation
@@ -49,8 +55,9 @@ from memstack.service.user_types import (
     RestoreResult,
     TurnIn,
     TurnOutcome,
+    UserPage,
 )
-from memstack.storage import Filter, Record, RecordStore
+from memstack.storage import Filter, Namespace, Record, RecordStore
 
 __all__ = [
     "NAMESPACE",
@@ -62,6 +69,7 @@ __all__ = [
     "TurnIn",
     "TurnOutcome",
     "UserMemories",
+    "UserPage",
 ]
 
 NAMESPACE: Final = "chat"
@@ -114,7 +122,7 @@ class UserMemories:
 
     def memory(self, caller: Principal, user_id: str) -> LongTermMemory:
         """The user's ``LongTermMemory`` (no opt-in check: the methods make it)."""
-        check_id_part(user_id, "user_id")
+        check_user_id(user_id)
         return LongTermMemory(
             collection=Collection(user_id=user_id, namespace=NAMESPACE, tenant=caller.tenant),
             store=self.records,
@@ -260,7 +268,8 @@ class UserMemories:
         memory_enabled: bool | None = None,
     ) -> list[RecalledMemory]:
         """The ``k`` best memories for ``query``, ranked as ``LongTermMemory.recall``
-        ranks them; ``session_id`` keeps that session's turns only. [] when vetoed."""
+        ranks them; ``session_id``, the conversation the query comes from, favours its
+        turns (the context bonuses) without leaving the others out. [] when vetoed."""
         memory = self.memory(caller, user_id)
         if not self.enabled(caller, memory_enabled):
             return []
@@ -326,7 +335,7 @@ class UserMemories:
 
     async def job(self, caller: Principal, user_id: str, job_id: str) -> JobStatus:
         """An extraction job of the user; ``NotFound`` for another user's or tenant's."""
-        check_id_part(user_id, "user_id")
+        check_user_id(user_id)
         self.enabled(caller)
         if not isinstance(job_id, str) or not job_id or len(job_id) > 128:
             raise NotFound(f"no job {str(job_id)[:40]!r}.", field="job_id")
@@ -334,6 +343,24 @@ class UserMemories:
         if found is None:
             raise NotFound(f"no job {job_id!r} for user {user_id!r}.", field="job_id")
         return found
+
+    async def users(
+        self, caller: Principal, *, limit: int = 50, cursor: str | None = None
+    ) -> UserPage:
+        """The caller's tenant's users that hold a memory, by id, ``limit`` at a time."""
+        self.enabled(caller)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput(f"limit must be an int from 1 to {MAX_PAGE}.", field="limit")
+        after = None if cursor is None else decode_user_cursor(cursor)
+        root = Namespace("users", caller.tenant)
+        names = await asyncio.to_thread(self.records.namespaces, root.prefix())
+        ids = sorted({Namespace.decode(name).parts[1] for name in names})
+        if after is not None:
+            ids = ids[bisect.bisect_right(ids, after) :]
+        more = len(ids) > limit
+        return UserPage(
+            users=ids[:limit], next_cursor=encode_user_cursor(ids[limit - 1]) if more else None
+        )
 
     # -- erasing, export and restore ----------------------------------------------------
 
@@ -408,5 +435,9 @@ class UserMemories:
         return RestoreResult(stored=len(new), skipped=len(records) - len(new))
 
     async def wait_for_jobs(self) -> None:
-        """Wait for the extraction jobs started so far (for shutdown and tests)."""
+        """Wait for the extraction jobs started so far (for tests)."""
         await self.jobs.wait()
+
+    async def stop_jobs(self) -> None:
+        """Stop the running extraction jobs, each recorded as interrupted (shutdown)."""
+        await self.jobs.stop()

@@ -69,6 +69,7 @@ def create_app(
             yield
         finally:
             await services.knowledge.indexer.stop()
+            await services.users.stop_jobs()
             if owns_services:
                 services.close()
 

@@ -63,6 +63,7 @@ __all__ = [
     "TurnsOut",
     "TurnsRequest",
     "UserId",
+    "UserList",
     "UserListLimit",
     "UserMemoryOut",
     "UserMemoryPage",
@@ -81,7 +82,10 @@ MAX_FACT_SUPERSEDES: Final = 100
 _EARLIEST: Final = -62_135_596_800.0  # 0001-01-01T00:00:00Z
 _LATEST: Final = 253_402_300_799.0  # 9999-12-31T23:59:59Z
 
-UserId = Annotated[AgentId, Field(description=f"The user's id, within the key's tenant. {ID_RULE}")]
+UserId = Annotated[
+    AgentId,
+    Field(description=f"The user's id, within the key's tenant. {ID_RULE}, except /"),
+]
 """A user id parameter: the id rule of agents and sessions."""
 UserQuery = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)]
 """What to recall memories for."""
@@ -287,6 +291,11 @@ class BlockOut(BaseModel):
 
 class UserMemoryPage(BaseModel):
     memories: list[UserMemoryOut]
+    next_cursor: str | None = Field(description="Pass it as cursor for the next page; null last.")
+
+
+class UserList(BaseModel):
+    users: list[str] = Field(description="User ids of the key's tenant, in id order.")
     next_cursor: str | None = Field(description="Pass it as cursor for the next page; null last.")
 
 

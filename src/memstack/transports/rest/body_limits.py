@@ -25,8 +25,11 @@ LARGER_BODIES: Final[Mapping[tuple[str, str], int]] = {
     ("POST", "/api/knowledge"): KNOWLEDGE_BODY_BYTES,
     # memories restored with all their versions: up to 21 versions of 32k characters
     ("POST", "/api/memories/restore"): KNOWLEDGE_BODY_BYTES,
+    # a user's turns, facts and versions written back from an export
+    ("POST", "/api/users/{user_id}/import"): KNOWLEDGE_BODY_BYTES,
 }
-"""The routes whose bodies may be larger than the server's limit, by (method, path)."""
+"""The routes whose bodies may be larger than the server's limit, by (method, path); a
+``{name}`` segment of a path stands for any one segment."""
 
 
 class RouteBodyLimits:
@@ -41,13 +44,31 @@ class RouteBodyLimits:
         routes: Mapping[tuple[str, str], int] = LARGER_BODIES,
     ) -> None:
         self.default = BodyLimit(app, max_bytes=max_bytes)
-        self.routes = {
-            route: BodyLimit(app, max_bytes=max(limit, max_bytes))
-            for route, limit in routes.items()
-        }
+        self.routes = [
+            (method, _segments(path), BodyLimit(app, max_bytes=max(limit, max_bytes)))
+            for (method, path), limit in routes.items()
+        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         limit = self.default
         if scope["type"] == "http":
-            limit = self.routes.get((scope["method"], scope["path"]), self.default)
+            limit = self._limit(scope["method"], scope["path"])
         await limit(scope, receive, send)
+
+    def _limit(self, method: str, path: str) -> BodyLimit:
+        parts = path.split("/")
+        for route_method, template, limit in self.routes:
+            if route_method == method and _matches(template, parts):
+                return limit
+        return self.default
+
+
+def _segments(path: str) -> list[str | None]:
+    """A route's path by segment, None for a ``{name}`` that stands for any one."""
+    return [None if p.startswith("{") else p for p in path.split("/")]
+
+
+def _matches(template: list[str | None], parts: list[str]) -> bool:
+    return len(template) == len(parts) and all(
+        t == p or (t is None and p) for t, p in zip(template, parts, strict=True)
+    )

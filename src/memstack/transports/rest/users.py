@@ -41,6 +41,7 @@ from memstack.transports.user_schemas import (
     TurnsOut,
     TurnsRequest,
     UserId,
+    UserList,
     UserListLimit,
     UserMemoryPage,
     UserQuery,
@@ -199,6 +200,19 @@ def _memories(api: _Api) -> _Endpoint:
     return user_memories
 
 
+def _users(api: _Api) -> _Endpoint:
+    async def list_users(
+        caller: Annotated[Principal, api.auth],
+        limit: UserListLimit = DEFAULT_LIST_LIMIT,
+        cursor: Annotated[Cursor | None, Query(description=f"{CURSOR_HELP}.")] = None,
+    ) -> UserList:
+        """The key's tenant's users that hold a memory, in id order."""
+        page = await api.users.users(caller, limit=limit, cursor=cursor)
+        return UserList(users=page.users, next_cursor=page.next_cursor)
+
+    return list_users
+
+
 def _history(api: _Api) -> _Endpoint:
     async def user_memory_history(
         user_id: _UserIdPath, memory_id: _ItemIdPath, caller: Annotated[Principal, api.auth]
@@ -268,6 +282,7 @@ def _no_memory(memory_id: str) -> NotFound:
 
 _USER: Final = "/users/{user_id}"
 _ROUTES: Final = (
+    _Route("GET", "/users", _users),
     _Route("POST", f"{_USER}/turns", _add_turns, (*_ALWAYS, *_BODY)),
     _Route("GET", f"{_USER}/jobs/{{job_id}}", _job, (*_ALWAYS, 404)),
     _Route("POST", f"{_USER}/memories", _remember, (*_ALWAYS, *_BODY), status_code=201),
