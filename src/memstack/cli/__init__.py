@@ -28,6 +28,7 @@ LAZY_COMMANDS: Mapping[str, str] = {
     "mcp": "memstack.cli.mcp:mcp",
     "memories": "memstack.cli.memories:memories",
     "serve": "memstack.cli.serve:serve",
+    "users": "memstack.cli.users:users",
 }
 """Command name -> ``module:attribute`` of a command imported only when it is used."""
 

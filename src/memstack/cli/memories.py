@@ -9,76 +9,22 @@ owns it, and the same commands work against SQLite, PostgreSQL or a remote host.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import IO, Literal, ParamSpec, TypeVar
+from typing import IO, Literal
 
 import click
 
-from memstack.client import DEFAULT_URL, MemoryClient
+from memstack.cli._server import ServerGroup, connect, echo_json, json_option, provenance_option
 from memstack.client.types import Memory, Provenance
-from memstack.errors import MemstackError
 
 __all__ = ["memories"]
 
-P = ParamSpec("P")
-R = TypeVar("R")
 ScopeName = Literal["session", "agent", "global"]
 _SCOPES = click.Choice(["session", "agent", "global"])
-_PROVENANCE = click.option(
-    "--provenance",
-    "provenances",
-    multiple=True,
-    type=click.Choice(["user_stated", "extracted", "tool_output", "imported"]),
-    help="Only memories learned this way (repeat for several).",
-)
 
 
-@click.group()
-@click.option(
-    "--url",
-    envvar="MEMSTACK_URL",
-    default=DEFAULT_URL,
-    show_default=True,
-    help="The memory server (env MEMSTACK_URL).",
-)
-@click.option(
-    "--api-key",
-    envvar="MEMSTACK_API_KEY",
-    help="A key from `memstack keys create` (env MEMSTACK_API_KEY).",
-)
-@click.pass_context
-def memories(ctx: click.Context, url: str, api_key: str | None) -> None:
+@click.group(cls=ServerGroup)
+def memories() -> None:
     """Memories on a memory server: list, search, get, delete, export, import."""
-    ctx.obj = _Server(url=url, api_key=api_key)
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Server:
-    url: str
-    api_key: str | None
-
-
-@contextmanager
-def _client() -> Iterator[MemoryClient]:
-    """The client for the group's settings; memstack errors become CLI errors here."""
-    server = click.get_current_context().find_object(_Server)
-    assert server is not None, "a memories command runs inside the memories group"
-    try:
-        with MemoryClient(server.url, api_key=server.api_key) as client:
-            yield client
-    except MemstackError as exc:
-        raise click.ClickException(str(exc)) from exc
-
-
-def _json_option(command: Callable[P, R]) -> Callable[P, R]:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(command)
-
-
-def _echo_json(payload: object) -> None:
-    click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
 
 
 def _line(memory: Memory) -> str:
@@ -95,8 +41,8 @@ def _line(memory: Memory) -> str:
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--offset", type=int, default=0, show_default=True)
 @click.option("--cursor", help="The next page: the cursor the page before printed.")
-@_PROVENANCE
-@_json_option
+@provenance_option
+@json_option
 def list_command(
     agent_id: str | None,
     scope: ScopeName | None,
@@ -109,7 +55,7 @@ def list_command(
     as_json: bool,
 ) -> None:
     """A page of memories, newest first."""
-    with _client() as client:
+    with connect() as client:
         page = client.list(
             agent_id=agent_id,
             scope=scope,
@@ -121,7 +67,7 @@ def list_command(
             provenance=provenances or None,
         )
     if as_json:
-        _echo_json(page)
+        echo_json(page)
         return
     for memory in page["memories"]:
         click.echo(_line(memory))
@@ -137,8 +83,8 @@ def list_command(
 @click.option("--session-id")
 @click.option("--mode", type=click.Choice(["hybrid", "text", "semantic"]), default="hybrid")
 @click.option("--limit", type=int, default=10, show_default=True)
-@_PROVENANCE
-@_json_option
+@provenance_option
+@json_option
 def search_command(
     query: str,
     agent_id: str | None,
@@ -150,7 +96,7 @@ def search_command(
     as_json: bool,
 ) -> None:
     """Search memories, best first, with each hit's score and provenance."""
-    with _client() as client:
+    with connect() as client:
         found = client.search(
             query,
             agent_id=agent_id,
@@ -161,7 +107,7 @@ def search_command(
             provenances=provenances or None,
         )
     if as_json:
-        _echo_json(found)
+        echo_json(found)
         return
     for hit in found["results"]:
         click.echo(f"{hit['score']:.3f}  {hit['provenance'] or '-'}  {_line(hit['memory'])}")
@@ -169,13 +115,13 @@ def search_command(
 
 @memories.command("get")
 @click.argument("memory_id")
-@_json_option
+@json_option
 def get_command(memory_id: str, as_json: bool) -> None:
     """One memory by id."""
-    with _client() as client:
+    with connect() as client:
         memory = client.get(memory_id)
     if as_json:
-        _echo_json(memory)
+        echo_json(memory)
         return
     click.echo(_line(memory))
 
@@ -185,7 +131,7 @@ def get_command(memory_id: str, as_json: bool) -> None:
 @click.option("--agent-id", help="Erase every memory of this agent.")
 @click.option("--session-id", help="Erase every memory of this session.")
 @click.option("--scope", type=_SCOPES, help="Only this scope (with --agent-id/--session-id).")
-@_json_option
+@json_option
 def delete_command(
     memory_id: str | None,
     agent_id: str | None,
@@ -197,7 +143,7 @@ def delete_command(
     selectors = agent_id is not None or session_id is not None
     if (memory_id is None) == (not selectors):
         raise click.UsageError("give a memory id, or --agent-id / --session-id, not both.")
-    with _client() as client:
+    with connect() as client:
         if memory_id is not None:
             result: object = client.delete(memory_id)
             count = 1
@@ -205,7 +151,7 @@ def delete_command(
             erased = client.delete_many(agent_id=agent_id, session_id=session_id, scope=scope)
             result, count = erased, erased["deleted"]
     if as_json:
-        _echo_json(result)
+        echo_json(result)
     else:
         click.echo(f"deleted {count} memor{'y' if count == 1 else 'ies'}")
 
@@ -222,7 +168,7 @@ def export_command(
 ) -> None:
     """Write memories with their history as JSONL: one version a line (current and
     closed), every field `import` needs, however many there are."""
-    with _client() as client:
+    with connect() as client:
         count = client.export_jsonl(output, agent_id=agent_id, scope=scope, session_id=session_id)
     click.echo(f"exported {count} memory versions", err=True)
 
@@ -234,17 +180,17 @@ def export_command(
     is_flag=True,
     help="Replace what the server holds of a memory already there (default: leave it).",
 )
-@_json_option
+@json_option
 def import_command(source: IO[str], replace: bool, as_json: bool) -> None:
     """Restore the memories of a JSONL export (a file, or - for stdin) with their
     history. A memory the server holds already is left as it is (so an old export never
     overwrites newer versions) unless --replace; running it twice changes nothing. Every
     line is checked first: a malformed one stops the import before anything is written,
     naming its line number."""
-    with _client() as client:
+    with connect() as client:
         result = client.import_jsonl(source, replace=replace)
     if as_json:
-        _echo_json(
+        echo_json(
             {
                 "imported": result.imported,
                 "versions": result.versions,
