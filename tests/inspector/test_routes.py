@@ -1,4 +1,4 @@
-"""/ui in process: the three packaged files, their security headers, nothing from
+"""/ui in process: the packaged files, their security headers, nothing from
 elsewhere, and no way for the page to render data as HTML."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from memstack.transports.app import create_app
 from memstack.wiring import open_services
 
 STATIC = files("memstack.transports.inspector").joinpath("static")
-NAMES = ["index.html", "inspector.js", "inspector.css", "run.html", "run.js"]
+NAMES = ["index.html", "inspector.js", "users.js", "inspector.css", "run.html", "run.js"]
 
 
 @pytest.fixture
@@ -42,6 +42,7 @@ async def test_ui_redirects_to_the_page(ui: httpx.AsyncClient):
     [
         ("/ui/", "text/html", "index.html"),
         ("/ui/inspector.js", "text/javascript", "inspector.js"),
+        ("/ui/users.js", "text/javascript", "users.js"),
         ("/ui/inspector.css", "text/css", "inspector.css"),
     ],
 )
@@ -76,7 +77,7 @@ def test_the_page_loads_nothing_from_elsewhere(name: str):
     assert "@import" not in text
 
 
-@pytest.mark.parametrize("name", ["inspector.js", "run.js"])
+@pytest.mark.parametrize("name", ["inspector.js", "users.js", "run.js"])
 def test_the_scripts_never_render_data_as_html(name: str):
     script = STATIC.joinpath(name).read_text(encoding="utf-8")
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):

@@ -1,4 +1,4 @@
-"""``/ui`` of ``memstack serve``: the inspector's three static files, from the package."""
+"""``/ui`` of ``memstack serve``: the inspector's static files, from the package."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from memstack.transports.inspector.assets import static_file
 
 __all__ = ["inspector_router"]
 
-_SERVED: Final = frozenset({"index.html", "inspector.js", "inspector.css"})
+_SERVED: Final = frozenset({"index.html", "inspector.js", "users.js", "inspector.css"})
 
 
 def inspector_router() -> APIRouter:

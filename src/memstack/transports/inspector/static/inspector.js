@@ -125,10 +125,10 @@ async function show(view) {
   for (const tab of document.querySelectorAll(".tab")) {
     tab.setAttribute("aria-pressed", String(tab.dataset.view === view));
   }
-  for (const name of ["memories", "search", "knowledge"]) {
+  for (const name of ["memories", "search", "knowledge", "users"]) {
     $(`view-${name}`).hidden = name !== view;
   }
-  $("filters").hidden = view === "knowledge";
+  $("filters").hidden = view === "knowledge" || view === "users";
   await refresh(true);
 }
 
@@ -139,6 +139,7 @@ async function refresh(force) {
   try {
     if (state.view === "memories") await loadMemories(force, current);
     else if (state.view === "knowledge") await loadDocuments(force, current);
+    else if (state.view === "users") await loadUsers(force, current); // users.js
     else if (state.query) await runSearch(force, current);
   } catch (error) {
     if (!current()) return;
@@ -404,7 +405,8 @@ async function remove(memory) {
 // -- wiring -------------------------------------------------------------------------------
 
 function poll() {
-  const idle = !$("editor").open && !$("history").open && !document.hidden;
+  const dialogs = ["editor", "history", "user-history"];
+  const idle = !dialogs.some((id) => $(id).open) && !document.hidden;
   if (state.key && $("live").checked && idle) refresh(false);
 }
 
