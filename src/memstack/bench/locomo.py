@@ -22,6 +22,7 @@ from typing import Final
 
 from memstack.bench.bm25 import BM25
 from memstack.bench.locomo_data import LoadStats, Question, Sample
+from memstack.bench.locomo_data import Turn as LocomoTurn
 from memstack.bench.metrics import QuestionResult, Summary, aggregate, score_ranking
 from memstack.bench.report import percentiles
 from memstack.clock import Clock
@@ -31,7 +32,14 @@ from memstack.longterm.scoring import ContextWeights
 from memstack.longterm.turns import DEFAULT_RADIUS, Turn
 from memstack.storage import RecordStore
 
-__all__ = ["MECHANISMS", "TUNED_ON", "LocomoReport", "run_locomo"]
+__all__ = [
+    "MECHANISMS",
+    "TUNED_ON",
+    "LocomoReport",
+    "memory_turn",
+    "run_locomo",
+    "scored_questions",
+]
 
 K = 10
 MECHANISMS: Final = ("context", "session", "speaker", "time")
@@ -56,6 +64,9 @@ class LocomoReport:
     ablations: dict[str, Summary] = field(default_factory=dict)
     """Per mechanism switched off, the same run without it."""
     timings: dict[str, float] = field(default_factory=dict)
+    rankings: dict[str, list[list[str]]] = field(default_factory=dict)
+    """Per sample, each scored question's ranking (dialogue ids, best first), in order:
+    what the run through the REST API (``locomo_remote``) must rank alike."""
 
     @property
     def recall_over_embed(self) -> float | None:
@@ -93,6 +104,20 @@ class LocomoReport:
                 "evidence_dropped": self.load.evidence_dropped,
             },
         }
+
+
+def memory_turn(turn: LocomoTurn) -> Turn:
+    """A LoCoMo turn as a user stores it, in process or over REST (``locomo_remote``):
+    its id is its dialogue id's, so equal scores (ranked by id) rank alike in both runs
+    and a REST retry of the turn is a duplicate."""
+    return Turn(
+        speaker=turn.speaker,
+        text=turn.text,
+        time=turn.timestamp,
+        session_id=f"session-{turn.session}",
+        id=f"locomo-{turn.dia_id}",
+        metadata={"dia_id": turn.dia_id},
+    )
 
 
 def scored_questions(sample: Sample) -> list[Question]:
@@ -137,6 +162,7 @@ async def run_locomo(
         store=store_name,
         embedder=embedder.model_id,
         halves=_halves(tally.by_sample),
+        rankings=tally.rankings,
     )
 
 
@@ -152,6 +178,7 @@ class _Tally:
     stored: int = 0
     recall_ms: list[float] = field(default_factory=list)
     embed_ms: list[float] = field(default_factory=list)
+    rankings: dict[str, list[list[str]]] = field(default_factory=dict)
 
 
 def _switched_off(off: set[str]) -> tuple[ContextWeights, int]:
@@ -166,16 +193,7 @@ def _switched_off(off: set[str]) -> tuple[ContextWeights, int]:
 async def _ingest(memory: LongTermMemory, sample: Sample, radius: int, tally: _Tally) -> None:
     """The sample's turns stored as a user would, through ``remember_turns``, timed."""
     started = time.perf_counter()
-    turns = [
-        Turn(
-            speaker=turn.speaker,
-            text=turn.text,
-            time=turn.timestamp,
-            session_id=f"session-{turn.session}",
-            metadata={"dia_id": turn.dia_id},
-        )
-        for turn in sample.turns
-    ]
+    turns = [memory_turn(turn) for turn in sample.turns]
     outcomes = await memory.remember_turns(turns, context_radius=radius)
     tally.ingest_s += time.perf_counter() - started
     tally.stored += sum(o.status == "stored" for o in outcomes)
@@ -196,7 +214,9 @@ async def _ask(
         started = time.perf_counter()
         recalled = await memory.recall(question.question, K, touch=False)
         tally.recall_ms.append(_ms_since(started))
-        result = _score([str(r.metadata.get("dia_id")) for r in recalled], question)
+        ranking = [str(r.metadata.get("dia_id")) for r in recalled]
+        tally.rankings.setdefault(sample.sample_id, []).append(ranking)
+        result = _score(ranking, question)
         tally.ours.append(result)
         tally.by_sample.setdefault(sample.sample_id, []).append(result)
         top = lexical.top(question.question, K)

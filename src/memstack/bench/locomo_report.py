@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Final
 
 from memstack.bench.locomo import TUNED_ON, LocomoReport
+from memstack.bench.locomo_remote import RemoteReport
 from memstack.bench.report import BM25_REFERENCE, metrics_table
 
-__all__ = ["locomo_text"]
+__all__ = ["locomo_text", "remote_text"]
 
 _CATEGORIES: Final = "1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop"
+_CACHED_RATIO: Final = 2.0
+"""REST ingest this many times the embedder alone: the server cannot have embedded it."""
 
 
 def locomo_text(report: LocomoReport, *, conversations: int, data_name: str) -> str:
@@ -51,3 +54,45 @@ def _timings(report: LocomoReport) -> str:
         f"query embedding alone p50 {report.embed_ms['p50']:.1f} ms "
         f"(recall / embedding {report.recall_over_embed}x)"
     )
+
+
+def remote_text(remote: RemoteReport, local: LocomoReport) -> str:
+    """The run through the REST API beside the in-process one: the metrics overall and
+    per category, how many rankings are identical, the recall overhead and the ingest."""
+    table = {"in process": local.memstack["overall"], "REST": remote.memstack["overall"]}
+    for category, metrics in local.memstack["per_category"].items():
+        table[f"in process, category {category}"] = metrics
+        table[f"REST, category {category}"] = remote.memstack["per_category"].get(category, {})
+    recall, here = remote.recall_ms, remote.local_recall_ms
+    return "\n".join(
+        [
+            f"\nthrough the REST API at {remote.url} (one request a session; recall k=10, "
+            "touch=false):",
+            metrics_table(table),
+            f"identical rankings: {remote.identical}/{remote.compared}",
+            f"recall over REST p50 {recall['p50']:.1f} ms, p95 {recall['p95']:.1f} ms; in "
+            f"process p50 {here['p50']:.1f} ms, p95 {here['p95']:.1f} ms; overhead per recall "
+            f"{remote.overhead_ms:+.2f} ms at the p50 ({remote.overhead_ratio}x)",
+            f"ingest over REST {remote.ingest_per_s:.0f} turns/s ({remote.requests} requests, "
+            f"p50 {remote.request_ms['p50']:.1f} ms); in process "
+            f"{remote.local_ingest_per_s:.0f} turns/s (one batch a conversation); embedder "
+            f"alone {remote.embed_alone_per_s:.0f} turns/s on the same texts and batches "
+            f"(p50 {remote.embed_batch_ms['p50']:.1f} ms a batch)",
+            f"REST ingest / embedder alone = {remote.ingest_over_embed} (target >= 0.9)"
+            + (f"; {remote.refused} turns refused by the secret filter" if remote.refused else ""),
+            *_cached(remote),
+        ]
+    )
+
+
+def _cached(remote: RemoteReport) -> list[str]:
+    """A warning when the server embedded faster than the model can: it answered from its
+    cache of recent texts' vectors, which a rerun on the same server fills."""
+    faster = remote.ingest_over_embed
+    if faster is None or faster < _CACHED_RATIO:
+        return []
+    return [
+        f"warning: the server ingested {faster}x faster than the embedder alone: it had "
+        "these texts' vectors cached (a rerun against the same server?). Its timings mean "
+        "something only on a freshly started server."
+    ]

@@ -97,6 +97,20 @@ def bench() -> None:
     help="Comma-separated mechanisms to switch off one at a time for an ablation table: "
     "context, session, speaker, time (each is a full extra run).",
 )
+@click.option(
+    "--url",
+    help="Also run it through the REST API of the memstack server at URL, beside the "
+    "in-process run: the same turns posted with add_turns, the same questions recalled. "
+    "Start that server with MEMSTACK_MEMORY_MAX_ITEMS=0 (no eviction, else the rankings "
+    "cannot match), the same embedder, and freshly started (it caches recent texts' "
+    "vectors, so a rerun's timings are too good). Needs --api-key.",
+)
+@click.option(
+    "--api-key",
+    help="With --url: a key with long-term memory (`memstack keys create --long-term`, or "
+    "MEMSTACK_MEMORY_ENABLED=1 on the server). No environment default: never a server by "
+    "accident.",
+)
 @_out_option
 def locomo(
     data: Path,
@@ -106,23 +120,33 @@ def locomo(
     embedder_kind: Literal["local", "hash"],
     max_samples: int | None,
     ablate: str,
+    url: str | None,
+    api_key: str | None,
     out: Path | None,
 ) -> None:
-    """Recall quality of long-term memory on LoCoMo, beside plain BM25 and pure vector."""
+    """Recall quality of long-term memory on LoCoMo, beside plain BM25 and pure vector;
+    with --url, through a server's REST API as well."""
     from memstack.bench.locomo_data import load_locomo
-    from memstack.bench.locomo_report import locomo_text
+    from memstack.bench.locomo_remote import run_against
+    from memstack.bench.locomo_report import locomo_text, remote_text
     from memstack.bench.report import write_json
     from memstack.bench.setup import open_bench_embedder, open_bench_store
 
+    if (url is None) != (api_key is None):
+        raise click.UsageError("--url and --api-key go together.")
     ablations = _ablations(ablate)
     samples, stats = load_locomo(data)
     samples = samples[:max_samples] if max_samples else samples
     embedder = open_bench_embedder(embedder_kind)
     with open_bench_store(store_kind, db=db, postgres_url=postgres_url) as store:
         report = _locomo_runs(samples, stats, store, store_kind, embedder, ablations)
+    remote = run_against(url, api_key, samples, embedder, report) if url and api_key else None
     click.echo(locomo_text(report, conversations=len(samples), data_name=data.name))
+    if remote:
+        click.echo(remote_text(remote, report))
     if out:
-        write_json(out, {"benchmark": "locomo", **report.to_json()})
+        extra = {"remote": remote.to_json()} if remote else {}
+        write_json(out, {"benchmark": "locomo", **report.to_json(), **extra})
         click.echo(f"wrote {out}")
 
 
