@@ -53,7 +53,7 @@ def server_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict
         store_url=f"sqlite:///{tmp_path / 'docs.db'}", redis_url=None, embedder=HashEmbedder()
     )
     live = serve_in_thread(services)
-    key, _ = services.keys.create(tenant="docs")
+    key, _ = services.keys.create(tenant="docs", long_term=True)
     env = {"MEMSTACK_URL": live.url, "MEMSTACK_API_KEY": key}
     for name, value in env.items():
         monkeypatch.setenv(name, value)

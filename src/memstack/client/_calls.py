@@ -326,8 +326,8 @@ def recall(
     memory_enabled: bool | None = None,
 ) -> Call[t.RecallResults]:
     """The ``k`` memories of the user that best answer ``query``, best first, ranked as
-    in process, each with the scores that ranked it; ``session_id`` keeps to that
-    conversation's turns. ``touch`` marks them recalled (they age slower); ``as_of``
+    in process, each with the scores that ranked it; ``session_id``, the conversation the
+    query comes from, favours its turns (the context bonuses). ``touch`` marks them recalled (they age slower); ``as_of``
     recalls what was valid then, ``include_superseded`` every version."""
     body: dict[str, object] = {"query": query, "k": k, "touch": touch}
     body |= _given(
