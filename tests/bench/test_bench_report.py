@@ -224,3 +224,13 @@ def test_docs_benchmarks_md_is_generated_from_bench_results():
         "docs/benchmarks.md differs from what bench-results/ gives: it is generated, not "
         "edited by hand; run `memstack bench report` from the repository root and commit it"
     )
+
+
+def test_a_locomo_run_through_rest_is_shown_beside_the_one_in_process():
+    folder = REPO / "bench-results"
+    doc = render(read_results(folder), folder=folder, out=REPO / "docs" / "x.md", root=REPO)
+    remote = json.loads((folder / "issue32" / "locomo-remote.json").read_text())["remote"]
+    assert "--url URL --api-key KEY" in doc
+    same = remote["identical_rankings"]
+    assert f"| {same['identical']} of {same['compared']} |" in doc
+    assert "REST / embedder alone" in doc and "overhead ms" in doc

@@ -250,17 +250,65 @@ def locomo_tables(p: Payload) -> list[str]:
         "categories 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop."
     )
     floor = "Latency against its floor, the query's embedding alone:"
-    return [headline, "", *metrics, "", floor, "", *latency]
+    remote = _remote_tables(p["remote"]) if p.get("remote") else []
+    return [headline, "", *metrics, "", floor, "", *latency, *remote]
+
+
+def _remote_tables(r: Payload) -> list[str]:
+    """The same run through the REST API (``--url``), beside the one in process."""
+    same = r["identical_rankings"]
+    quality = md_table(
+        ("through REST", *METRIC_NAMES, "identical rankings"),
+        [
+            [
+                "REST",
+                *(r["overall"].get(k) for k in METRIC_NAMES),
+                f"{same['identical']} of {same['compared']}",
+            ]
+        ],
+    )
+    recall, here = r["recall_ms"], r["inprocess_recall_ms"]
+    latency = md_table(
+        ("recall p50 ms, REST", "in process", "overhead ms", "ratio", "REST p95", "in process p95"),
+        [
+            [
+                recall["p50"],
+                here["p50"],
+                r["overhead_ms"],
+                r["overhead_ratio"],
+                recall["p95"],
+                here["p95"],
+            ]
+        ],
+    )
+    ingest = md_table(
+        ("ingest turns/s, REST", "in process", "embedder alone", "REST / embedder alone"),
+        [
+            [
+                r["ingest_per_s"],
+                r["inprocess_ingest_per_s"],
+                r["embed_alone_per_s"],
+                r["ingest_over_embed"],
+            ]
+        ],
+    )
+    said = (
+        f"The same questions through the REST API ({r['questions']} recalls, "
+        f"{r['requests']} writes):"
+    )
+    return ["", said, "", *quality, "", *latency, "", *ingest]
 
 
 def locomo_command(p: Payload, out: str) -> str:
     ablate = ",".join(sorted(p["ablations"]))
+    remote = ["--url URL --api-key KEY"] if p.get("remote") else []
     return " ".join(
         [
             f"memstack bench locomo --store {p['store']}",
             f"--embedder {_embedder(p['embedder'])}",
             *([f"--ablate {ablate}"] if ablate else []),
             *_postgres([p["store"]]),
+            *remote,
             f"--out {shlex.quote(out)}",
         ]
     )
