@@ -327,8 +327,9 @@ def recall(
 ) -> Call[t.RecallResults]:
     """The ``k`` memories of the user that best answer ``query``, best first, ranked as
     in process, each with the scores that ranked it; ``session_id``, the conversation the
-    query comes from, favours its turns (the context bonuses). ``touch`` marks them recalled (they age slower); ``as_of``
-    recalls what was valid then, ``include_superseded`` every version."""
+    query comes from, favours its turns (the context bonuses). ``touch`` marks them
+    recalled (they age slower); ``as_of`` recalls what was valid then,
+    ``include_superseded`` every version."""
     body: dict[str, object] = {"query": query, "k": k, "touch": touch}
     body |= _given(
         as_of=as_of,
