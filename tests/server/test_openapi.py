@@ -33,6 +33,7 @@ EXPECTED = {
     ("delete", "/api/users/{user_id}"): {403, 422},
     ("get", "/api/users/{user_id}/export"): {403, 422},
     ("post", "/api/users/{user_id}/import"): {400, 403, 413, 422},
+    ("get", "/api/users"): {403, 422},
 }
 
 
