@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
@@ -63,6 +63,8 @@ class ServerSettings:
     """``--llm`` / ``MEMSTACK_LLM``: the ``provider:model`` that extracts memories from
     the users' conversations after each write; None: turns are stored verbatim only."""
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    """Which embedding model; ``--local-model`` (``local_model`` flag) over
+    ``MEMSTACK_LOCAL_MODEL``."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **flags: object) -> ServerSettings:
@@ -81,6 +83,9 @@ class ServerSettings:
             return None
 
         db = pick("db", "MEMSTACK_DB")
+        embedding = EmbeddingSettings.from_env(env)
+        if flags.get("local_model") is not None:
+            embedding = replace(embedding, local_model=str(flags["local_model"]))
         enabled_variable, enabled = setting(env, "MEMSTACK_MEMORY_ENABLED")
         items_variable, items = setting(env, "MEMSTACK_MEMORY_MAX_ITEMS")
         return cls(
@@ -116,15 +121,16 @@ class ServerSettings:
                 1,
                 86_400,
             ),
-            embedding=EmbeddingSettings.from_env(env),
+            embedding=embedding,
         )
 
     def to_env(self) -> dict[str, str]:
         """The environment variables ``from_env`` reads these settings back from.
 
         ``memstack serve --workers N`` hands its settings to the worker processes this
-        way. The embedding settings are not included: they come from the environment
-        alone, which the workers inherit.
+        way. The embedding settings are not included, but for the local model folder
+        (``--local-model`` may have set it): they come from the environment, which the
+        workers inherit.
         """
         return {
             "MEMSTACK_DB": str(self.db),
@@ -141,6 +147,7 @@ class ServerSettings:
             "MEMSTACK_MEMORY_ENABLED": _switch(self.memory_enabled),
             "MEMSTACK_MEMORY_MAX_ITEMS": str(self.memory_max_items),
             "MEMSTACK_LLM": self.llm or "",
+            "MEMSTACK_LOCAL_MODEL": self.embedding.local_model or "",
         }
 
     @property

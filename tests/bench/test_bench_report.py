@@ -74,6 +74,10 @@ def results(tmp_path: Path) -> Path:
         ]
     )
     _server_json(folder / "server.json")
+    two = tmp_path / "locomo-two.json"  # bench calibrate fits on one half, checks on the other
+    two.write_text(json.dumps([{**_conversation()[0], "sample_id": i} for i in "ab"]))
+    calibrate = ["--data", str(two), "--store", "memory", "--embedder", "hash"]
+    _run(["bench", "calibrate", *calibrate, "--out", str(folder / "calibrate.json")])
     return folder
 
 
@@ -118,7 +122,7 @@ def test_every_kind_gets_its_section_table_command_and_plot(results: Path, tmp_p
     doc = _report(results, tmp_path / "docs" / "benchmarks.md")
     titles = ("bench recall", "bench ingest", "bench server", "bench locomo", "bench updates")
     assert "| it | server | requests/s * |" in doc and "- **it**: removed" in doc
-    for title in (*titles, "bench knowledge", "bench ablation"):
+    for title in (*titles, "bench knowledge", "bench ablation", "bench calibrate"):
         assert f"(`memstack {title}`)" in doc
     for name in ("recall.json", "ingest.json", "updates.json", "server.json"):
         assert f"### [{name}](../results/{name})" in doc

@@ -199,6 +199,37 @@ def test_bench_locomo_ablates_each_mechanism_in_its_own_run(data_file: Path, tmp
     assert report["halves"] == {}  # the weights were tuned on conversations not in this file
 
 
+def test_bench_locomo_switches_on_a_mechanism_off_by_default(tmp_path: Path):
+    """``second_look`` is off by default: its ablation row is the run with it on; each
+    half's JSON holds its categories, the ablation's halves too."""
+    tuned, other = _conversation()[0], _conversation()[0]
+    tuned["sample_id"], other["sample_id"] = "conv-26", "conv-42"
+    data = tmp_path / "two.json"
+    data.write_text(json.dumps([tuned, other]), encoding="utf-8")
+    out = tmp_path / "report.json"
+    args = ["bench", "locomo", "--data", str(data), "--store", "memory", "--embedder", "hash"]
+    result = CliRunner().invoke(main, [*args, "--ablate", "second_look", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "with second_look" in result.output and "without second_look" not in result.output
+    report = json.loads(out.read_text())
+    assert set(report["halves"]) == {"tuned", "other"}
+    assert set(report["halves"]["other"]["per_category"]) == {"1", "2", "4"}
+    halves = report["ablations"]["second_look"]["halves"]
+    assert set(halves) == {"tuned", "other"}
+    assert set(halves["tuned"]["per_category"]) == {"1", "2", "4"}
+
+
+def test_the_ablation_of_second_look_switches_it_on():
+    from memstack.bench.locomo import TRIED, _switched_off, switched
+    from memstack.longterm.scoring import ContextWeights
+
+    assert ContextWeights().second_look == 0.0
+    weights, _ = _switched_off({"second_look"})
+    assert weights == ContextWeights(second_look=TRIED["second_look"]) and TRIED["second_look"] > 0
+    assert _switched_off({"time"})[0] == ContextWeights(time=0.0)
+    assert switched("second_look") == "with second_look" and switched("time") == "without time"
+
+
 def test_bench_locomo_refuses_an_unknown_mechanism(data_file: Path):
     result = CliRunner().invoke(
         main, ["bench", "locomo", "--data", str(data_file), "--ablate", "context,magic"]

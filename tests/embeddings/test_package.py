@@ -11,6 +11,8 @@ def test_all_lists_exactly_the_public_names():
         "batching",
         "cache",
         "cores",
+        "export",
+        "folder",
         "hashing",
         "local",
         "ollama",

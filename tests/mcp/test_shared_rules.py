@@ -60,7 +60,7 @@ _PARAMETERS = [
     (("delete", "/api/memories/{memory_id}", "memory_id"), ("delete_memory", "memory_id")),
     *(
         (("get", f"{_USER}/context", name), ("get_recalled_context", name))
-        for name in ("user_id", "query", "k", "session_id", "memory_enabled")
+        for name in ("user_id", "query", "k", "session_id", "memory_enabled", "min_score")
     ),
     *(
         (("delete", f"{_USER}/memories/{{memory_id}}", name), ("forget", name))
@@ -99,6 +99,7 @@ _FIELDS = [
             "limit",
             "as_of",
             "provenances",
+            "min_score",
         )
     ),
     *((("KnowledgeSearch", name), ("search_knowledge", name)) for name in ("query", "limit")),
@@ -118,6 +119,7 @@ _FIELDS = [
             "provenances",
             "session_id",
             "memory_enabled",
+            "min_score",
         )
     ),
 ]

@@ -91,6 +91,7 @@ def _same_results(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> 
         assert {k: v for k, v in mine.items() if k not in ("score", "scores")} == {
             k: v for k, v in theirs.items() if k not in ("score", "scores")
         }
+        assert mine["scores"].pop("inherited_from") == theirs["scores"].pop("inherited_from")
         assert mine["scores"] == pytest.approx(theirs["scores"], rel=1e-6)
         assert mine["score"] == pytest.approx(theirs["score"], rel=1e-6)
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from memstack.clock import ManualClock
-from memstack.embeddings import HashEmbedder
+from memstack.embeddings import HashEmbedder, LocalEmbedder
 from memstack.longterm.render import render_recalled
 from memstack.providers.scripted import ScriptedProvider
 from memstack.service.principal import Principal
@@ -178,6 +178,44 @@ async def test_remember_recall_context_history_forget(
     assert _error(again, 404)["code"] == "not_found"
 
 
+async def test_the_bob_question_ranks_berlin_first_through_rest(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """Issue 33 with the real local model: the question matches the closed "Bob lives in
+    Lisbon" best; Berlin, which replaced it, carries that match above the peanuts."""
+    services = open_services(
+        store_url=f"sqlite:///{tmp_path / 'bob.db'}",
+        redis_url=None,
+        embedder=LocalEmbedder(),
+        clock=clock,
+    )
+    key = auth(services.keys.create(tenant="acme", long_term=True)[0])
+    transport = httpx.ASGITransport(app=create_app(services))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://memstack.test") as api:
+
+            async def fact(text: str, *old: str) -> str:
+                body = {"text": text, "supersedes": list(old)}
+                answer = await api.post("/api/users/bob/memories", json=body, headers=key)
+                assert answer.status_code == 201, answer.text
+                stored: str = answer.json()["id"]
+                return stored
+
+            lisbon = await fact("Bob lives in Lisbon")
+            peanuts = await fact("Bob is allergic to peanuts")
+            clock.advance(86_400)
+            berlin = await fact("Bob moved from Lisbon to Berlin", lisbon)
+            body = {"query": "Where does Bob live?", "k": 3}
+            recalled = await api.post("/api/users/bob/recall", json=body, headers=key)
+    finally:
+        services.close()
+    assert recalled.status_code == 200, recalled.text
+    results = recalled.json()["results"]
+    assert [r["id"] for r in results] == [berlin, peanuts]  # the closed Lisbon: history
+    assert results[0]["scores"]["inherited_from"] == lisbon
+    assert results[1]["scores"]["inherited_from"] is None
+
+
 async def test_pages_export_import_and_erase(api: httpx.AsyncClient, user_keys: UserKeys) -> None:
     key = auth(user_keys.acme)
     ids = await _store(api, user_keys.acme)
@@ -287,6 +325,8 @@ async def _same_as_in_process(
                 "session": m.scores.session,
                 "speaker": m.scores.speaker,
                 "time": m.scores.time,
+                "calibrated": m.scores.calibrated,
+                "inherited_from": m.scores.inherited_from,
             },
         )
         for m in in_process
@@ -301,7 +341,7 @@ async def test_the_context_block_is_what_render_makes(
     recalled = await services.users.recall(caller, "u1", "Berlin lakes", k=3, touch=False)
     answer = await api.get(
         "/api/users/u1/context",
-        params={"query": "Berlin lakes", "k": 3},
+        params={"query": "Berlin lakes", "k": 3, "min_score": 0},  # all k: no cut
         headers=auth(user_keys.acme),
     )
     assert answer.status_code == 200, answer.text

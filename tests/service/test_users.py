@@ -210,7 +210,7 @@ async def test_the_current_session_gets_the_context_bonus_not_a_filter(users: Us
 
 async def test_context_is_the_recalled_block(users: UserMemories):
     await users.add_turns(A, "u1", turns_in())
-    block = await users.context(A, "u1", "dog breed", k=3)
+    block = await users.context(A, "u1", "dog breed", k=3, min_score=0)  # 0: all k, no cut
     assert block.startswith("<recalled-memories>") and block.endswith("</recalled-memories>")
     assert "alice: A beagle" in block
     assert await users.context(A, "nobody", "dog breed") == ""

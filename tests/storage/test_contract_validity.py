@@ -152,3 +152,27 @@ def test_superseded_by_finds_what_a_record_replaced(store: RecordStore) -> None:
     assert ids(found) == ["lisbon"]
     assert store.list("ns", filter=Filter(superseded_by=("berlin",))) == []  # closed: history
     assert store.list("ns", filter=Filter(superseded_by=(), include_superseded=True)) == []
+
+
+def test_closed_as_of_reads_the_versions_closed_by_then(store: RecordStore) -> None:
+    _moved(store)  # Lisbon closed at T0 - 50
+    closed = Filter(include_superseded=True, closed_as_of=T0)
+    assert ids(store.list("ns", filter=closed)) == ["lisbon"]
+    assert [r.record.id for r in store.vector_search("ns", BERLIN, k=5, filter=closed)] == [
+        "lisbon"
+    ]
+    assert [r.record.id for r in store.text_search("ns", "Bob", k=5, filter=closed)] == ["lisbon"]
+    assert set(store.gather("ns", query="Bob", vector=BERLIN, k=5, filter=closed).records) == {
+        "lisbon"
+    }
+    assert store.count("ns", replace(closed, closed_as_of=T0 - 50)) == 1  # closed right then
+    assert store.count("ns", replace(closed, closed_as_of=T0 - 51)) == 0  # still valid then
+    (lisbon,) = store.get("ns", ["lisbon"])
+    store.upsert([replace(lisbon, valid_to=None, superseded_by=None, closed_reason=None)])
+    assert store.count("ns", closed) == 0  # reopened: current again
+    store.upsert([lisbon])
+    assert store.delete("ns", ["lisbon"]) == 1
+    assert store.list("ns", filter=closed) == []  # erased
+    with pytest.raises(InvalidInput) as caught:
+        store.list("ns", filter=Filter(closed_as_of=T0))
+    assert caught.value.field == "filter.closed_as_of"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from memstack.bench.ablation import kept
+from memstack.bench.locomo import switched
 from memstack.bench.metrics import METRIC_NAMES
 
 __all__ = ["KINDS", "Kind", "md_table", "num"]
@@ -234,7 +235,7 @@ def locomo_tables(p: Payload) -> list[str]:
     rows: dict[str, Mapping[str, Any]] = {"memstack": p["overall"]}
     rows |= {name: b["overall"] for name, b in sorted(p["baselines"].items())}
     rows |= {f"category {c}": m for c, m in sorted(p["per_category"].items())}
-    rows |= {f"without {n}": a["overall"] for n, a in sorted(p["ablations"].items())}
+    rows |= {switched(n): a["overall"] for n, a in sorted(p["ablations"].items())}
     rows |= {f"checked on {n}": h["overall"] for n, h in sorted(p["halves"].items())}
     metrics = md_table(
         ("retrieval", *METRIC_NAMES),
@@ -302,8 +303,10 @@ def _remote_tables(r: Payload) -> list[str]:
 def locomo_command(p: Payload, out: str) -> str:
     ablate = ",".join(sorted(p["ablations"]))
     remote = ["--url URL --api-key KEY"] if p.get("remote") else []
+    folder = "@" in str(p["embedder"])  # a model folder's id: local:<folder>@<hash>
     return " ".join(
         [
+            *(["MEMSTACK_LOCAL_MODEL=FOLDER"] if folder else []),
             f"memstack bench locomo --store {p['store']}",
             f"--embedder {_embedder(p['embedder'])}",
             *([f"--ablate {ablate}"] if ablate else []),
@@ -311,6 +314,62 @@ def locomo_command(p: Payload, out: str) -> str:
             *remote,
             f"--out {shlex.quote(out)}",
         ]
+    )
+
+
+def calibrate_tables(p: Payload) -> list[str]:
+    """The fitted constants, the cut at each threshold on both halves, and the chances
+    beside what is observed on the half not fitted on."""
+    halves, questions = p["halves"], p["questions"]
+    headline = (
+        f"The {p['k']} memories recalled for each question, store {p['store']}, embedder "
+        f"`{p['embedder']}`; fitted on {', '.join(halves['tuned'])} ({questions['tuned']} "
+        f"questions), checked on {', '.join(halves['other'])} ({questions['other']})."
+    )
+    names = ("intercept", "relevance", "coverage")
+    constants = md_table(
+        ("constants", *names, "log loss, second half"),
+        [
+            [name, *(p[name][k] for k in names), p["log_loss_other"][name]]
+            for name in ("shipped", "fitted")
+        ],
+    )
+    default = p["context_min_score"]
+    cut = md_table(
+        ("half", "min_score", "kept", "precision", "recall", "hit", "empty", "irrelevant"),
+        [
+            [
+                r["half"],
+                f"{num(r['min_score'])}{' (default)' if r['min_score'] == default else ''}",
+                *(r[k] for k in ("kept", "precision", "recall", "hit", "empty", "irrelevant")),
+            ]
+            for r in p["thresholds"]
+        ],
+    )
+    legend = (
+        "kept: share of the recalled memories at or above min_score; precision: of those, "
+        "the evidence; recall: of the evidence recalled, the share kept; hit: questions "
+        "keeping some evidence; empty: questions keeping nothing; irrelevant: questions "
+        "about another conversation keeping anything. Default threshold of the prompt "
+        f"blocks: {num(default)}; picked on the first half: {num(p['picked_min_score'])} (the "
+        f"lowest at which at most {num(p['irrelevant_at_most'])} of the questions about "
+        "another conversation keep anything)."
+    )
+    bands = md_table(
+        ("calibrated from", "to", "memories", "mean calibrated", "evidence observed"),
+        [
+            [r["from"], r["to"], r["memories"], r["predicted"], r["observed"]]
+            for r in p["reliability_other"]
+        ],
+    )
+    said = "On the second half, the chance given against the share of evidence observed:"
+    return [headline, "", *constants, "", *cut, "", legend, "", said, "", *bands]
+
+
+def calibrate_command(p: Payload, out: str) -> str:
+    return (
+        f"memstack bench calibrate --store {p['store']} --embedder {_embedder(p['embedder'])} "
+        f"--out {shlex.quote(out)}"
     )
 
 
@@ -434,6 +493,17 @@ KINDS: Final = (
         keys=frozenset({"overall", "per_category", "baselines"}),
         tables=locomo_tables,
         command=locomo_command,
+    ),
+    Kind(
+        name="calibrate",
+        title="Calibrated relevance (min_score)",
+        about="The calibrated relevance that min_score cuts at, fitted on the first half of "
+        "LoCoMo and checked on the second: at each threshold, the precision and recall of "
+        "'this memory holds evidence for the question', and how often a question about "
+        "another conversation keeps anything.",
+        keys=frozenset({"shipped", "fitted", "thresholds"}),
+        tables=calibrate_tables,
+        command=calibrate_command,
     ),
     Kind(
         name="updates",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from memstack.bench.locomo import TUNED_ON, LocomoReport
+from memstack.bench.locomo import TUNED_ON, LocomoReport, switched
 from memstack.bench.locomo_remote import RemoteReport
 from memstack.bench.report import BM25_REFERENCE, metrics_table
 
@@ -37,9 +37,9 @@ def locomo_text(report: LocomoReport, *, conversations: int, data_name: str) -> 
         lines.append(f"\nweights tuned on {', '.join(TUNED_ON)}; checked on the rest:")
         lines.append(metrics_table({name: h["overall"] for name, h in report.halves.items()}))
     if report.ablations:
-        lines.append("\nablation (one mechanism off per row):")
+        lines.append("\nablation (one mechanism off per row, or on when off by default):")
         table = {"all on": report.memstack["overall"]}
-        table |= {f"without {name}": a["overall"] for name, a in report.ablations.items()}
+        table |= {switched(name): a["overall"] for name, a in report.ablations.items()}
         lines.append(metrics_table(table))
     if report.load.evidence_dropped:
         dropped = ", ".join(report.load.evidence_dropped)

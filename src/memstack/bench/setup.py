@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from memstack.embeddings import Embedder, HashEmbedder, LocalEmbedder
+from memstack.embeddings import Embedder, EmbeddingSettings, HashEmbedder, LocalEmbedder
 from memstack.errors import ConfigError
 from memstack.storage import InMemoryRecordStore, RecordStore, SQLiteRecordStore
 
 __all__ = ["open_bench_embedder", "open_bench_store"]
 
 
-def open_bench_embedder(kind: str) -> Embedder:
-    return HashEmbedder() if kind == "hash" else LocalEmbedder()
+def open_bench_embedder(kind: str, env: Mapping[str, str] | None = None) -> Embedder:
+    """The test embedder (``hash``), or the local model: all-MiniLM-L6-v2, or the model
+    folder ``MEMSTACK_LOCAL_MODEL`` of ``env`` (default: this process's environment)
+    names, so a benchmark measures a model brought by its user the same way."""
+    if kind == "hash":
+        return HashEmbedder()
+    folder = EmbeddingSettings.from_env(os.environ if env is None else env).local_model
+    return LocalEmbedder(folder=folder)
 
 
 @contextmanager

@@ -27,6 +27,7 @@ LAZY_COMMANDS: Mapping[str, str] = {
     "keys": "memstack.cli.keys:keys",
     "mcp": "memstack.cli.mcp:mcp",
     "memories": "memstack.cli.memories:memories",
+    "models": "memstack.cli.models:models",
     "serve": "memstack.cli.serve:serve",
     "users": "memstack.cli.users:users",
 }

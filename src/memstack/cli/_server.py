@@ -80,6 +80,11 @@ class ServerGroup(click.Group):
         cmd.params.extend(_server_options(on_group=False))
         super().add_command(cmd, name)
 
+    def add_store_command(self, cmd: click.Command) -> None:
+        """A command that opens the server's store itself (with the server stopped), not
+        a server: it takes --db / --postgres-url, not --url / --api-key."""
+        super().add_command(cmd)
+
 
 @contextmanager
 def connect() -> Iterator[MemoryClient]:

@@ -46,7 +46,8 @@ _embedder_option = click.option(
     type=click.Choice(["local", "hash"]),
     default="local",
     show_default=True,
-    help="local = all-MiniLM-L6-v2 (the default); hash = the deterministic test embedder.",
+    help="local = all-MiniLM-L6-v2 (the default), or the model folder MEMSTACK_LOCAL_MODEL "
+    "names; hash = the deterministic test embedder.",
 )
 _out_option = click.option(
     "--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
@@ -95,7 +96,7 @@ def bench() -> None:
     default="",
     metavar="MECHANISMS",
     help="Comma-separated mechanisms to switch off one at a time for an ablation table: "
-    "context, session, speaker, time (each is a full extra run).",
+    "context, session, speaker, time, second_look (each is a full extra run).",
 )
 @click.option(
     "--url",
@@ -150,6 +151,27 @@ def locomo(
         click.echo(f"wrote {out}")
 
 
+@bench.command("calibrate")
+@_locomo_data("Any JSON file of the LoCoMo schema, with at least two conversations.")
+@click.option("--store", "store_kind", type=click.Choice(["sqlite", "memory"]), default="sqlite")
+@_embedder_option
+@_out_option
+def calibrate(
+    data: Path, store_kind: str, embedder_kind: Literal["local", "hash"], out: Path | None
+) -> None:
+    """The calibrated relevance (min_score's scale) fitted on LoCoMo's first half and
+    checked on the second: precision and recall of evidence at each threshold."""
+    from memstack.bench.calibrate import calibrate_file
+    from memstack.bench.docs_kinds import calibrate_tables
+    from memstack.bench.report import write_json
+
+    payload = calibrate_file(data, store_kind=store_kind, embedder_kind=embedder_kind)
+    click.echo("\n".join(calibrate_tables(payload)))
+    if out:
+        write_json(out, payload)
+        click.echo(f"wrote {out}")
+
+
 def _ablations(text: str) -> list[str]:
     """The mechanisms ``--ablate`` names, each switched off in a run of its own."""
     from memstack.bench.locomo import MECHANISMS
@@ -173,13 +195,13 @@ def _locomo_runs(
     ablations: list[str],
 ) -> LocomoReport:
     """The run with every mechanism on, holding the runs with one off each."""
-    from memstack.bench.locomo import run_locomo, scored_questions
+    from memstack.bench.locomo import run_locomo, scored_questions, switched
     from memstack.clock import SystemClock
 
     total = sum(len(scored_questions(s)) for s in samples)
     runs = {}
     for name in ["", *ablations]:
-        with progress_bar(total, f"without {name}" if name else "recalling") as bar:
+        with progress_bar(total, switched(name) if name else "recalling") as bar:
             run = run_locomo(
                 samples,
                 stats,
@@ -193,6 +215,7 @@ def _locomo_runs(
             runs[name] = asyncio.run(run)
     report = runs.pop("")
     report.ablations = {name: run.memstack for name, run in runs.items()}
+    report.ablation_halves = {name: run.halves for name, run in runs.items()}
     return report
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from memstack.cli.models import local_model_option
 from memstack.errors import MemstackError
 from memstack.settings import ServerSettings
 
@@ -41,12 +42,14 @@ __all__ = ["mcp"]
     help="The agent store_memory and get_context act for when a call names none "
     "[env MEMSTACK_AGENT_ID].",
 )
+@local_model_option
 def mcp(
     db: Path | None,
     postgres_url: str | None,
     redis_url: str | None,
     durable: bool | None,
     agent_id: str | None,
+    local_model: Path | None,
 ) -> None:
     """Run the MCP server over stdio, for Claude Desktop, Cursor or Claude Code.
 
@@ -66,6 +69,7 @@ def mcp(
             postgres_url=postgres_url,
             redis_url=redis_url,
             durable=durable or None,
+            local_model=local_model,
         )
         services = services_from_settings(settings)
     except MemstackError as exc:

@@ -14,6 +14,7 @@ from typing import IO, Literal
 import click
 
 from memstack.cli._server import ServerGroup, connect, echo_json, json_option, provenance_option
+from memstack.cli.reembed import reembed_command
 from memstack.client.types import Memory, Provenance
 
 __all__ = ["memories"]
@@ -24,7 +25,11 @@ _SCOPES = click.Choice(["session", "agent", "global"])
 
 @click.group(cls=ServerGroup)
 def memories() -> None:
-    """Memories on a memory server: list, search, get, delete, export, import."""
+    """Memories on a memory server: list, search, get, delete, export, import; and
+    reembed, on the server's store, with the server stopped."""
+
+
+memories.add_store_command(reembed_command)
 
 
 def _line(memory: Memory) -> str:

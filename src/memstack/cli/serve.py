@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memstack.cli._store import db_option, echo_data_location, postgres_option, settings_from_env
+from memstack.cli.models import local_model_option
 from memstack.errors import MemstackError
 from memstack.home import first_key_file, write_private
 from memstack.service.api_keys import ApiKeys
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     "environment settings (OPENAI_API_KEY, ...) [env MEMSTACK_LLM; default: turns are "
     "stored verbatim only].",
 )
+@local_model_option
 def serve(
     db: Path | None,
     postgres_url: str | None,
@@ -71,6 +73,7 @@ def serve(
     durable: bool | None,
     pin_cores: bool | None,
     llm: str | None,
+    local_model: Path | None,
 ) -> None:
     """Run the memory server (REST API, OpenAPI docs at /docs)."""
     settings = settings_from_env(
@@ -83,6 +86,7 @@ def serve(
         durable=durable or None,
         pin_cores=pin_cores or None,
         llm=llm,
+        local_model=local_model,
     )
     _check_workers(settings)
     _check_llm(settings)
@@ -198,6 +202,7 @@ def _prepare(services: Services, settings: ServerSettings) -> None:
     if services.keys.count_active() == 0:
         _first_key(services.keys, settings, to_terminal=sys.stdout.isatty())
     services.embedder.embed_batch(["warm up"])
+    click.echo(f"embedding model: {services.embedder.model_id}", err=True)
     try:
         loaded = asyncio.run(services.memories.warmup())
     except MemstackError as exc:

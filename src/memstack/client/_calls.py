@@ -199,11 +199,13 @@ def search(
     limit: int = 10,
     as_of: float | None = None,
     provenances: Sequence[t.Provenance] | None = None,
+    min_score: float | None = None,
 ) -> Call[t.SearchResults]:
     """Hybrid (default), full-text or semantic search, best first, of the current
     versions; with ``as_of`` (seconds since the epoch) of those valid at that moment;
     with ``provenances`` of the memories of those provenances only. Each hit shows its
-    memory's ``provenance`` beside its scores."""
+    memory's ``provenance`` beside its scores; ``min_score`` keeps the hits whose
+    ``calibrated`` score (0 to 1, the same scale for every query) is at least that."""
     body: dict[str, object] = {"query": query, "mode": mode, "limit": limit}
     body |= _given(
         agent_id=agent_id,
@@ -212,6 +214,7 @@ def search(
         key=key,
         as_of=as_of,
         provenances=_listed(provenances),
+        min_score=min_score,
     )
     return Call(method="POST", path="/api/memories/search", body=body)
 
@@ -324,12 +327,14 @@ def recall(
     provenances: Sequence[t.Provenance] | None = None,
     session_id: str | None = None,
     memory_enabled: bool | None = None,
+    min_score: float | None = None,
 ) -> Call[t.RecallResults]:
     """The ``k`` memories of the user that best answer ``query``, best first, ranked as
     in process, each with the scores that ranked it; ``session_id``, the conversation the
     query comes from, favours its turns (the context bonuses). ``touch`` marks them
     recalled (they age slower); ``as_of`` recalls what was valid then,
-    ``include_superseded`` every version."""
+    ``include_superseded`` every version; ``min_score`` keeps those whose
+    ``scores.calibrated`` (0 to 1, the same scale for every query) is at least that."""
     body: dict[str, object] = {"query": query, "k": k, "touch": touch}
     body |= _given(
         as_of=as_of,
@@ -337,6 +342,7 @@ def recall(
         provenances=_listed(provenances),
         session_id=session_id,
         memory_enabled=memory_enabled,
+        min_score=min_score,
     )
     return Call(method="POST", path=f"{_user(user_id)}/recall", body=body)
 
@@ -348,10 +354,19 @@ def recalled_context(
     k: int = 10,
     session_id: str | None = None,
     memory_enabled: bool | None = None,
+    min_score: float | None = None,
 ) -> Call[t.RecalledContext]:
     """The ``<recalled-memories>`` block for ``query``, to inject before the user's
-    message: ``{"block"}``, "" when nothing is recalled."""
-    params = {"query": query, "k": k, "session_id": session_id, "memory_enabled": memory_enabled}
+    message: ``{"block"}``, "" when nothing is recalled. It holds the memories whose
+    calibrated relevance is at least ``min_score`` (None: the server's default threshold,
+    ``CONTEXT_MIN_SCORE``; 0 keeps all ``k``)."""
+    params = {
+        "query": query,
+        "k": k,
+        "session_id": session_id,
+        "memory_enabled": memory_enabled,
+        "min_score": min_score,
+    }
     return Call(method="GET", path=f"{_user(user_id)}/context", params=params)
 
 

@@ -114,6 +114,9 @@ class SearchHit(TypedDict):
     similarity: float
     keyword: float
     provenance: Provenance | None
+    calibrated: float
+    """``score`` as the chance (0 to 1) that the memory answers the query, the same scale
+    for every query: what ``min_score`` cuts at."""
 
 
 class SearchResults(TypedDict):
@@ -265,6 +268,11 @@ class RecallScores(TypedDict):
     session: float
     speaker: float
     time: float
+    calibrated: float
+    """The chance (0 to 1) that the memory answers the query, the same scale for every
+    query: what ``min_score`` cuts at (``score`` ranks)."""
+    inherited_from: str | None
+    """The id of a version it replaced whose match it carries; None: its own."""
 
 
 class RecalledMemory(UserMemory):

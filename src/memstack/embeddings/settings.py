@@ -3,6 +3,8 @@
 Resolution order (the documented one, except that with nothing configured the local model is
 used instead of giving up):
 
+0. ``local_model`` set (``MEMSTACK_LOCAL_MODEL``): that model folder, run locally
+   (``embeddings/folder.py``); a provider or model set beside it must agree (local);
 1. ``provider`` set (``MEMSTACK_MEMORY_EMBEDDING_PROVIDER``): that provider, with
    ``model`` or the provider's default model;
 2. ``model`` set alone (``MEMSTACK_MEMORY_EMBEDDING_MODEL``): the provider the name
@@ -55,6 +57,9 @@ class EmbeddingSettings:
     """``OPENAI_BASE_URL``: an OpenAI-compatible API, default https://api.openai.com/v1."""
     ollama_url: str | None = None
     """``OLLAMA_API_URL``: e.g. http://localhost:11434."""
+    local_model: str | None = None
+    """``MEMSTACK_LOCAL_MODEL`` (or ``--local-model``): a local model folder to run
+    instead of all-MiniLM-L6-v2, e.g. one ``memstack models export`` wrote."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> EmbeddingSettings:
@@ -71,6 +76,7 @@ class EmbeddingSettings:
             openai_api_key=read("OPENAI_API_KEY"),
             openai_base_url=read("OPENAI_BASE_URL"),
             ollama_url=read("OLLAMA_API_URL"),
+            local_model=read("MEMSTACK_LOCAL_MODEL"),
         )
 
 
@@ -81,6 +87,8 @@ def resolve_embedder(settings: EmbeddingSettings) -> Embedder:
     run, or openai chosen with neither a key nor a base URL. Nothing is loaded or
     requested here: the local model loads, and remote APIs are called, on first use.
     """
+    if settings.local_model is not None:
+        return _folder(settings)
     provider, model = _choose(settings)
     if provider == "local":
         return _local(model)
@@ -171,6 +179,20 @@ def _local(model: str | None) -> LocalEmbedder:
             "unset MEMSTACK_MEMORY_EMBEDDING_MODEL or choose the openai or ollama provider."
         )
     return LocalEmbedder()
+
+
+def _folder(settings: EmbeddingSettings) -> LocalEmbedder:
+    """The model folder of ``local_model``; a provider or model named beside it that is not
+    the local one is a conflict, not something to pick between silently."""
+    if settings.provider is not None or settings.model is not None:
+        provider, model = _choose(settings)
+        if provider != "local" or model is not None:
+            raise ConfigError(
+                f"MEMSTACK_LOCAL_MODEL={settings.local_model!r} runs a local model folder, "
+                f"but the embedding settings ask for {provider}:{model or 'its default'} "
+                "(MEMSTACK_MEMORY_EMBEDDING_PROVIDER / _MODEL); unset one or the other."
+            )
+    return LocalEmbedder(folder=settings.local_model)
 
 
 def _hash(model: str | None) -> HashEmbedder:

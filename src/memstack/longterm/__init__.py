@@ -1,5 +1,6 @@
 """Long-term memory across chat sessions."""
 
+from memstack.longterm.calibration import CONTEXT_MIN_SCORE
 from memstack.longterm.chat import ChatSession
 from memstack.longterm.collection import Collection
 from memstack.longterm.extraction import EXTRACTION_PROMPT, parse_candidates, render_conversation
@@ -22,6 +23,7 @@ from memstack.longterm.types import (
 from memstack.secrets import looks_like_secret, secret_kind
 
 __all__ = [
+    "CONTEXT_MIN_SCORE",
     "DEDUPE_THRESHOLD",
     "DEFAULT_MAX_ITEMS",
     "EXTRACTION_PROMPT",

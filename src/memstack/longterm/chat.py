@@ -3,10 +3,12 @@ before each call, extraction after.
 
 Before each model call the user's latest message is recalled against the user's
 long-term memory and the ``<recalled-memories>`` block goes in as a system message just
-before that message; the block is never kept in the history. After the reply, the
-completed turn (the user's message and the reply) is mined for new memories in the
-background (fire and forget): ``send`` does not wait for it, and an extraction failure
-is logged, never raised into the chat.
+before that message; the block is never kept in the history. It holds only the memories
+whose calibrated relevance reaches ``min_score`` (``CONTEXT_MIN_SCORE`` by default), so a
+message about nothing remembered gets no block. After the reply, the completed turn
+(the user's message and the reply) is mined for new memories in the background (fire
+and forget): ``send`` does not wait for it, and an extraction failure is logged, never
+raised into the chat.
 
 Opt-in and veto: memory is used only when the session has a ``LongTermMemory``
 (``create_default_long_term_memory`` returns None unless the caller or
@@ -23,6 +25,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from memstack.errors import InvalidInput
+from memstack.longterm.calibration import CONTEXT_MIN_SCORE, check_min_score
 from memstack.longterm.memory import LongTermMemory
 from memstack.longterm.render import render_recalled
 from memstack.providers.base import ChatModel, Message
@@ -47,6 +50,7 @@ class ChatSession:
         system_prompt: str = "",
         recall_k: int = DEFAULT_RECALL_K,
         history: Sequence[Message] = (),
+        min_score: float | None = CONTEXT_MIN_SCORE,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidInput("model must name the chat model, e.g. 'gpt-4o'.", field="model")
@@ -55,6 +59,9 @@ class ChatSession:
         self.memory_enabled = memory_enabled
         """The session's toggle: False vetoes long-term memory for every turn."""
         self.recall_k = recall_k
+        self.min_score = check_min_score(min_score)
+        """The calibrated relevance a recalled memory needs to go into the block
+        (``CONTEXT_MIN_SCORE`` by default; None or 0 keeps all ``recall_k``)."""
         self.history: list[Message] = list(history)
         """The persisted conversation; recalled blocks are never part of it."""
         if system_prompt and not self.history:
@@ -84,7 +91,8 @@ class ChatSession:
     async def _recalled(self, text: str, use_memory: bool) -> list[Message]:
         if not use_memory or self.memory is None:
             return []
-        block = render_recalled(await self.memory.recall(text, self.recall_k))
+        found = await self.memory.recall(text, self.recall_k, min_score=self.min_score)
+        block = render_recalled(found)
         return [Message(role="system", content=block)] if block else []
 
     def _extract_later(self, turn: list[Message]) -> None:

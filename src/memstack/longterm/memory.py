@@ -15,8 +15,10 @@ from memstack._json import JSON, to_json
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import ConfigError, InvalidInput, WriteConflict
+from memstack.longterm.calibration import calibrated, check_min_score
 from memstack.longterm.collection import Collection
 from memstack.longterm.extraction import build_extraction_messages, parse_candidates
+from memstack.longterm.inherit import Carried, carried_candidates
 from memstack.longterm.reconcile import (
     MAX_SIMILAR,
     Similar,
@@ -39,6 +41,7 @@ from memstack.longterm.scoring import (
     recencies,
     recency,
 )
+from memstack.longterm.second_look import second_look
 from memstack.longterm.turns import (
     DEFAULT_RADIUS,
     MAX_SESSION_SCAN,
@@ -62,7 +65,6 @@ from memstack.providers.base import ChatModel, Message
 from memstack.secrets import find_secret, looks_like_secret
 from memstack.storage import Cap, Expect, Filter, Record, RecordStore
 from memstack.storage._vectors import top_k
-from memstack.storage.hybrid import fused_candidates
 from memstack.storage.types import own_metadata
 from memstack.storage.versions import Closing, close_current, closed, history
 
@@ -151,6 +153,7 @@ class LongTermMemory:
         include_superseded: bool = False,
         provenances: Sequence[Provenance] | None = None,
         session_id: str | None = None,
+        min_score: float | None = None,
     ) -> list[RecalledMemory]:
         """The ``k`` best memories for ``query``, best first (equal scores: the more
         relevant first, then the smaller id).
@@ -164,9 +167,15 @@ class LongTermMemory:
         Only current memories are recalled: ``as_of`` (seconds since the epoch, like
         ``created_at``) recalls those valid at that moment instead, and
         ``include_superseded`` every version; ``provenances`` keeps memories learned
-        those ways. ``session_id`` names the conversation session the query comes from:
+        those ways. A memory is found through the versions it replaced: its relevance is
+        at least theirs (``scores.inherited_from``), while they stay hidden
+        (``longterm.inherit``). ``session_id`` names the conversation session the query comes from:
         its turns get the session bonus of the session that matched best (they are
         favoured, not kept alone). Recalling the past touches nothing.
+
+        Each carries ``scores.calibrated``, the chance in [0, 1] that it answers the
+        query, the same for every query (``longterm.calibration``); ``min_score`` keeps,
+        of the ``k`` best, those whose calibrated relevance is at least that.
         """
         _check_text(query, "query")
         _check_k(k)
@@ -174,23 +183,19 @@ class LongTermMemory:
         if session_id is not None:
             _check_text(session_id, "session_id")
         touch = touch and as_of is None and not include_superseded
-        return await asyncio.to_thread(self._recall, query, k, touch, wanted, session_id)
+        cut = check_min_score(min_score)
+        return await asyncio.to_thread(self._recall, query, k, touch, wanted, session_id, cut)
 
     def _recall(
-        self, query: str, k: int, touch: bool, wanted: Filter | None, session_id: str | None
+        self,
+        query: str,
+        k: int,
+        touch: bool,
+        wanted: Filter | None,
+        session_id: str | None,
+        min_score: float | None = None,
     ) -> list[RecalledMemory]:
-        pool = max(4 * k, _MIN_POOL)
-        vector = self.embedder.embed_batch([query])[0]
-        found = fused_candidates(
-            self.store,
-            [self.namespace],
-            query=query,
-            vector=vector,
-            pool=pool,
-            keyword_weight=self.keyword_weight,
-            filter=wanted,
-            model_id=self.embedder.model_id,
-        )
+        found, again = self._candidates(query, wanted, pool=max(4 * k, _MIN_POOL))
         records, now = found.records, self.clock.now()
         metadata = [r.metadata for r in records]
         context = ContextScores.of_columns(
@@ -201,6 +206,7 @@ class LongTermMemory:
             speakers=[_text_or_none(m.get("speaker")) for m in metadata],
             weights=self.context_weights,
             current_session=session_id,
+            second_look=again,
         )
         relevance = np.asarray(found.relevance, dtype=np.float64)
         scores = final_scores(
@@ -224,13 +230,55 @@ class LongTermMemory:
                     None if found.keyword is None else found.keyword[i],
                     now,
                     context.terms(i),
+                    None if found.via is None else found.via[i],
                 ),
             )
             for i in best
         ]
-        if touch and ranked:
-            self.store.touch(self.namespace, [item.id for item in ranked], now)
-        return ranked
+        return self._handed(query, ranked, min_score, touch, now)
+
+    def _candidates(
+        self, query: str, wanted: Filter | None, *, pool: int
+    ) -> tuple[Carried, list[float] | None]:
+        """A recall's candidates, and each one's second-look term when there was one."""
+        vector = self.embedder.embed_batch([query])[0]
+        found = carried_candidates(  # a memory carries the match of versions it replaced
+            self.store,
+            self.namespace,
+            query=query,
+            vector=vector,
+            pool=pool,
+            keyword_weight=self.keyword_weight,
+            filter=wanted,
+            model_id=self.embedder.model_id,
+        )
+        return second_look(  # thin evidence: ask again with what the best memories name
+            self.store,
+            self.namespace,
+            query=query,
+            vector=vector,
+            found=found,
+            share=self.context_weights.second_look,
+            pool=pool,
+            keyword_weight=self.keyword_weight,
+            filter=wanted,
+            model_id=self.embedder.model_id,
+        )
+
+    def _handed(
+        self,
+        query: str,
+        ranked: list[RecalledMemory],
+        min_score: float | None,
+        touch: bool,
+        now: float,
+    ) -> list[RecalledMemory]:
+        """What a recall returns of ``ranked``: each with its calibrated relevance, those
+        under ``min_score`` left out, the rest touched (with ``touch``)."""
+        kept = calibrated(query, ranked, min_score)
+        if touch and kept:
+            self.store.touch(self.namespace, [item.id for item in kept], now)
+        return kept
 
     def _score(
         self,
@@ -239,6 +287,7 @@ class LongTermMemory:
         keyword: float | None,
         now: float,
         context: ContextTerms,
+        inherited_from: str | None = None,
     ) -> ScoreBreakdown:
         return hybrid_score(
             context=context,
@@ -250,6 +299,7 @@ class LongTermMemory:
             ),
             importance=record.importance,
             provenance=record.provenance,
+            inherited_from=inherited_from,
         )
 
     # -- writing -----------------------------------------------------------------

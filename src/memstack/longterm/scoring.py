@@ -61,10 +61,13 @@ class ContextWeights:
     session: float = 0.3
     speaker: float = 0.05
     time: float = 0.1
+    second_look: float = 0.0
+    """Share of a memory's relevance to the second look's query (``longterm.second_look``)
+    when the first look's evidence is thin; 0 (the default) looks once."""
 
     @classmethod
     def off(cls) -> ContextWeights:
-        return cls(session=0.0, speaker=0.0, time=0.0)
+        return cls(session=0.0, speaker=0.0, time=0.0, second_look=0.0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +77,7 @@ class ContextTerms:
     session: float = 0.0
     speaker: float = 0.0
     time: float = 0.0
+    second_look: float = 0.0
 
 
 class ContextCandidate(NamedTuple):
@@ -193,11 +197,16 @@ class ContextScores:
         speakers: Sequence[str | None],
         weights: ContextWeights,
         current_session: str | None = None,
+        second_look: Sequence[float] | None = None,
     ) -> ContextScores:
         """The same from one list per field (``ContextCandidate``'s), in candidate order:
-        a recall has them as columns and needs no object per candidate."""
+        a recall has them as columns and needs no object per candidate. ``second_look``
+        is each candidate's term from a second look (``longterm.second_look``), if any."""
         scores = cls.__new__(cls)
         scores._score(query, relevance, texts, sessions, speakers, weights, current_session)
+        if second_look is not None:
+            scores._again = list(second_look)
+            scores.lifts = [a + b for a, b in zip(scores.lifts, scores._again, strict=True)]
         return scores
 
     def _score(
@@ -228,13 +237,19 @@ class ContextScores:
             self._time = [weights.time if t else 0.0 for t in which_state_time(texts)]
         else:
             self._time = [0.0] * len(texts)
+        self._again = [0.0] * len(texts)
         self.lifts = [
             a + b + c for a, b, c in zip(self._session, self._speaker, self._time, strict=True)
         ]
         """Each candidate's summed context terms, in order."""
 
     def terms(self, i: int) -> ContextTerms:
-        return ContextTerms(session=self._session[i], speaker=self._speaker[i], time=self._time[i])
+        return ContextTerms(
+            session=self._session[i],
+            speaker=self._speaker[i],
+            time=self._time[i],
+            second_look=self._again[i],
+        )
 
 
 def context_terms(
@@ -257,6 +272,10 @@ class ScoreBreakdown:
     recency: float
     importance: float
     score: float
+    calibrated: float = 0.0
+    """The chance, in [0, 1], that the memory answers the query, the same for every query
+    (``longterm.calibration``): what ``min_score`` cuts at. Recall sets it; 0 in a
+    breakdown built by hand."""
     session: float = 0.0
     """Session evidence: a share of the best relevance among the candidates of the same
     conversation session (``metadata["session_id"]``)."""
@@ -264,8 +283,15 @@ class ScoreBreakdown:
     """For a memory by the one speaker the query names (``metadata["speaker"]``)."""
     time: float = 0.0
     """For a memory that states a time, when the query asks when or how long."""
+    second_look: float = 0.0
+    """A share of the memory's relevance to the second look's query, asked with what the
+    first look's best memories name when its evidence was thin (``longterm.second_look``)."""
     provenance: str | None = None
     """How the memory was learned (not a score term: shown so a reader can weigh it)."""
+    inherited_from: str | None = None
+    """The id of a version this memory replaced whose match it carries: the query matched
+    that closed version better than this one, so ``similarity`` and ``keyword`` are that
+    version's (None: the memory's own)."""
 
 
 def recency(*, created_at: float, last_accessed_at: float | None, now: float) -> float:
@@ -321,6 +347,7 @@ def hybrid_score(
     keyword_weight: float = KEYWORD_WEIGHT,
     context: ContextTerms | None = None,
     provenance: str | None = None,
+    inherited_from: str | None = None,
 ) -> ScoreBreakdown:
     """0.7·(relevance + context terms) + 0.2·recency + 0.1·importance.
 
@@ -336,7 +363,7 @@ def hybrid_score(
         else (1 - keyword_weight) * similarity + keyword_weight * keyword
     )
     terms = context or ContextTerms()
-    lift = terms.session + terms.speaker + terms.time
+    lift = terms.session + terms.speaker + terms.time + terms.second_look
     score = final_score(relevance=relevance, lift=lift, recency=recency, importance=importance)
     return ScoreBreakdown(
         similarity=similarity,
@@ -348,5 +375,7 @@ def hybrid_score(
         session=terms.session,
         speaker=terms.speaker,
         time=terms.time,
+        second_look=terms.second_look,
         provenance=provenance,
+        inherited_from=inherited_from,
     )

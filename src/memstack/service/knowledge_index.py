@@ -67,6 +67,7 @@ __all__ = [
     "chunks_space",
     "docs_space",
     "embed_passages",
+    "embedded_passage",
     "load_text",
     "parts_space",
     "passage_record",
@@ -115,9 +116,14 @@ def passage_record(tenant: str, doc: Record, number: int, passage: str, vector: 
     )
 
 
+def embedded_passage(title: str, passage: str) -> str:
+    """What a passage's vector is made from (``memories reembed`` makes it again)."""
+    return f"{title}: {passage}"
+
+
 def embed_passages(embedder: Embedder, title: str, passages: Sequence[str]) -> list[Vector]:
     """``passages`` embedded ``EMBED_BATCH`` at a time, each prefixed by the title."""
-    texts = [f"{title}: {p}" for p in passages]
+    texts = [embedded_passage(title, p) for p in passages]
     vectors: list[Vector] = []
     for start in range(0, len(texts), EMBED_BATCH):
         vectors.extend(embedder.embed_batch(texts[start : start + EMBED_BATCH]))

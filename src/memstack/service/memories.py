@@ -24,6 +24,7 @@ from memstack._json import JSON
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput, NotFound
+from memstack.longterm.calibration import CALIBRATION, check_min_score, coverage
 from memstack.service.checks import (
     check_key,
     check_memory_id,
@@ -62,6 +63,7 @@ from memstack.service.types import (
     memory_id,
 )
 from memstack.storage import Filter, Record, RecordStore
+from memstack.storage._text import query_words
 from memstack.storage.hybrid import KEYWORD_WEIGHT, fused_candidates
 
 __all__ = [
@@ -142,6 +144,9 @@ class SearchHit:
     keyword: float
     provenance: Provenance | None
     """How the memory was learned, beside the scores that ranked it."""
+    calibrated: float = 0.0
+    """``score`` read as the chance, in [0, 1], that the memory answers the query, the
+    same for every query (``longterm.calibration``): what ``min_score`` cuts at."""
 
 
 class MemoryService:
@@ -591,10 +596,17 @@ class MemoryService:
         limit: int = 10,
         as_of: float | None = None,
         provenances: Sequence[Provenance] | None = None,
+        min_score: float | None = None,
     ) -> builtins.list[SearchHit]:
         """Full-text, semantic or hybrid search of the long-term tier, best first; of the
         current versions, or with ``as_of`` of the versions valid at that moment (each
-        carries the ``id`` of its memory); of any provenance, or of ``provenances``."""
+        carries the ``id`` of its memory); of any provenance, or of ``provenances``.
+
+        Each hit's ``calibrated`` is its ``score`` (the hybrid relevance) read through
+        the calibration of long-term recall, comparable across queries; ``min_score``
+        keeps, of the ``limit`` best, those whose ``calibrated`` is at least that. In
+        ``text`` mode there is no cosine: the keyword relevance (1 for the best match)
+        stands in for the relevance, so the cut there is rougher."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query must be a non-empty string.", field="query")
         if len(query) > MAX_VALUE_CHARS:
@@ -603,6 +615,7 @@ class MemoryService:
             raise InvalidInput("mode must be one of hybrid, text, semantic.", field="mode")
         limit, _ = _check_page(limit, 0, MAX_SEARCH_LIMIT)
         as_of, _ = check_validity(as_of, False)
+        cut = check_min_score(min_score)
         wanted = check_provenances(provenances)
         where = _Where(
             scope=scope,
@@ -617,7 +630,8 @@ class MemoryService:
             buckets = self._buckets(principal, agent_id, scope)
             return self._search(principal.tenant, buckets, where, query, mode, limit)
 
-        return await asyncio.to_thread(searched)
+        found = await asyncio.to_thread(searched)
+        return found if cut is None else [hit for hit in found if hit.calibrated >= cut]
 
     def _search(
         self,
@@ -641,10 +655,12 @@ class MemoryService:
             model_id=self.embedder.model_id,
         ).ranked()
         out: list[SearchHit] = []
+        words = query_words(query)
         for hit in hits:
             if mode == "text" and not hit.keyword:
                 continue
             memory = from_record(tenant, hit.record)
+            calibrated = CALIBRATION.of(hit.relevance, coverage(words, hit.record.text))
             out.append(
                 SearchHit(
                     memory=memory,
@@ -652,6 +668,7 @@ class MemoryService:
                     similarity=round(hit.similarity, 6),
                     keyword=round(hit.keyword or 0.0, 6),
                     provenance=memory.provenance,
+                    calibrated=round(calibrated, 6),
                 )
             )
             if len(out) == limit:

@@ -30,6 +30,7 @@ from memstack._json import JSON
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import Forbidden, InvalidInput, NotFound
+from memstack.longterm.calibration import CONTEXT_MIN_SCORE, check_min_score
 from memstack.longterm.collection import Collection
 from memstack.longterm.memory import DEFAULT_MAX_ITEMS, LongTermMemory, long_term_item
 from memstack.longterm.render import render_recalled
@@ -266,11 +267,14 @@ class UserMemories:
         provenances: Sequence[Provenance] | None = None,
         session_id: str | None = None,
         memory_enabled: bool | None = None,
+        min_score: float | None = None,
     ) -> list[RecalledMemory]:
         """The ``k`` best memories for ``query``, ranked as ``LongTermMemory.recall``
         ranks them; ``session_id``, the conversation the query comes from, favours its
-        turns (the context bonuses) without leaving the others out. [] when vetoed."""
+        turns (the context bonuses) without leaving the others out; ``min_score`` keeps
+        those whose calibrated relevance is at least that. [] when vetoed."""
         memory = self.memory(caller, user_id)
+        check_min_score(min_score)
         if not self.enabled(caller, memory_enabled):
             return []
         return await memory.recall(
@@ -281,6 +285,7 @@ class UserMemories:
             include_superseded=include_superseded,
             provenances=provenances,
             session_id=session_id,
+            min_score=min_score,
         )
 
     async def context(
@@ -292,11 +297,19 @@ class UserMemories:
         k: int = 10,
         session_id: str | None = None,
         memory_enabled: bool | None = None,
+        min_score: float | None = None,
     ) -> str:
         """The ``<recalled-memories>`` block of ``recall``, as ``ChatSession`` injects
-        it; "" when nothing was recalled."""
+        it: the memories whose calibrated relevance is at least ``min_score``
+        (``CONTEXT_MIN_SCORE`` when None; 0 keeps all ``k``); "" when none is."""
         found = await self.recall(
-            caller, user_id, query, k=k, session_id=session_id, memory_enabled=memory_enabled
+            caller,
+            user_id,
+            query,
+            k=k,
+            session_id=session_id,
+            memory_enabled=memory_enabled,
+            min_score=CONTEXT_MIN_SCORE if min_score is None else min_score,
         )
         return render_recalled(found)
 

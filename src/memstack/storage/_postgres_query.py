@@ -145,6 +145,9 @@ def where(namespace: str, wanted: Filter, now: float) -> tuple[str, list[Any]]:
     elif not wanted.include_superseded:
         conds.append(CURRENT)
         params.append(now)
+    if wanted.closed_as_of is not None:
+        conds.append("r.valid_to <= %s")
+        params.append(wanted.closed_as_of)
     for column, values in (
         ("r.provenance", wanted.provenances),
         ("r.superseded_by", wanted.superseded_by),

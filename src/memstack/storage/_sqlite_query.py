@@ -106,6 +106,9 @@ def where(namespace: str, wanted: Filter, now: float) -> tuple[str, list[Any]]:
     elif not wanted.include_superseded:
         conds.append(CURRENT)
         params.append(now)
+    if wanted.closed_as_of is not None:
+        conds.append("r.valid_to <= ?")
+        params.append(wanted.closed_as_of)
     for column, values in (
         ("r.kind", wanted.kinds),
         ("r.id", wanted.ids),

@@ -238,6 +238,12 @@ def check_filter(value: object) -> Filter:
             "what was valid at one moment, include_superseded every version; pick one.",
             field="filter.as_of",
         )
+    closed_as_of = check_optional_time(value.closed_as_of, "filter.closed_as_of")
+    if closed_as_of is not None and not value.include_superseded:
+        raise InvalidInput(
+            "filter.closed_as_of selects closed versions; set include_superseded too.",
+            field="filter.closed_as_of",
+        )
     return Filter(
         kinds=kinds,
         metadata=metadata,
@@ -249,6 +255,7 @@ def check_filter(value: object) -> Filter:
         include_superseded=bool(value.include_superseded),
         provenances=provenances,
         superseded_by=superseded_by,
+        closed_as_of=closed_as_of,
     )
 
 

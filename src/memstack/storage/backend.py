@@ -295,6 +295,8 @@ def check_claims(
     changed: dict[str, NamespaceInfo] = {}
     for namespace, claim in claims.items():
         info = stored.get(namespace)
+        if info is not None and claim.model_id and info.model_id:
+            check_model(namespace, info, claim.model_id)  # first: it names the fix
         if info is not None and info.dim != claim.dim:
             raise InvalidInput(
                 f"{claim.field} has {claim.dim} dimensions but namespace {namespace!r} holds "
@@ -302,8 +304,6 @@ def check_claims(
                 "or delete the namespace first.",
                 field=claim.field,
             )
-        if info is not None and claim.model_id and info.model_id:
-            check_model(namespace, info, claim.model_id)
         if info is None or (claim.model_id and not info.model_id):
             changed[namespace] = NamespaceInfo(dim=claim.dim, model_id=claim.model_id)
     return changed
@@ -378,10 +378,11 @@ def matched_cosines(
 
 
 def check_model(namespace: str, info: NamespaceInfo, model_id: str) -> None:
-    """A namespace's vectors are comparable only with vectors of the same model."""
+    """A namespace's vectors are comparable only with vectors of the same model: a
+    namespace never mixes two, so a switched model is refused until it is re-embedded."""
     if info.model_id and info.model_id != model_id:
         raise ConfigError(
             f"namespace {namespace!r} holds embeddings of model {info.model_id!r}, not "
-            f"{model_id!r}; use the {info.model_id!r} embedder for it, or store this "
-            "model's vectors in another namespace (or delete this one first)."
+            f"{model_id!r}; embed it again with the new model (server stopped: `memstack "
+            f"memories reembed`), or go back to the {info.model_id!r} embedder."
         )

@@ -127,6 +127,11 @@ class RecordStore:
         """Delete every record of ``namespace``; return how many there were."""
         return self.backend.delete_namespace(_name(namespace))
 
+    def rename_namespace(self, old: NamespaceLike, new: NamespaceLike) -> int:
+        """Move every record of ``old``, and its embeddings' model, to ``new``, which must
+        hold none (delete it first); return how many moved."""
+        return self.backend.rename_namespace(_name(old), _name(new))
+
     def touch(self, namespace: NamespaceLike, ids: Sequence[str], at: float) -> None:
         """Set ``last_accessed_at`` of these records to ``at``; unknown ids are ignored."""
         name = _name(namespace)
@@ -214,9 +219,9 @@ class RecordStore:
         info = self.backend.namespace_info(name)
         if info is None:
             return []
-        check.check_query_dim(query, info.dim)
         if model_id is not None:
             check_model(name, info, check.check_key(model_id, "model_id"))
+        check.check_query_dim(query, info.dim)
         return self.backend.vector_search(name, unit(query), k, wanted, self.clock.now())
 
     def nearest(
@@ -234,9 +239,9 @@ class RecordStore:
         info = self.backend.namespace_info(name)
         if info is None or matrix.shape[0] == 0:
             return [None] * matrix.shape[0]
-        check.check_query_dim(matrix[0], info.dim)
         if model_id is not None:
             check_model(name, info, check.check_key(model_id, "model_id"))
+        check.check_query_dim(matrix[0], info.dim)
         return self.backend.nearest(name, normalized(matrix), self.clock.now())
 
     def text_search(
@@ -295,9 +300,9 @@ class RecordStore:
 
         def accept(info: NamespaceInfo) -> None:  # the backend calls it only with a vector
             assert checked is not None
-            check.check_query_dim(checked, info.dim)
             if model is not None:
-                check_model(name, info, model)
+                check_model(name, info, model)  # first: it names the fix
+            check.check_query_dim(checked, info.dim)
 
         query_unit = None if checked is None else unit(checked)
         return self.backend.gather(name, words, query_unit, k, wanted, self.clock.now(), accept)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import copy
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from memstack.clock import Clock
@@ -50,10 +50,15 @@ class _Space:
     info: NamespaceInfo | None = None
     vectors: VectorRows[str] | None = None
     words: KeywordIndex[str] = field(default_factory=KeywordIndex)
+    closed: set[str] = field(default_factory=set)
+    """The ids of closed versions (``valid_to`` set): a read of them alone
+    (``Filter.closed_as_of``, asked on every recall) looks at these, not every record."""
 
     def put(self, record: Record) -> None:
         self.remove(record.id)
         self.records[record.id] = record
+        if record.valid_to is not None:
+            self.closed.add(record.id)
         if record.embedding is not None:
             if self.vectors is None:
                 self.vectors = VectorRows(record.embedding.shape[0])
@@ -62,6 +67,7 @@ class _Space:
 
     def remove(self, id: str) -> Record | None:
         record = self.records.pop(id, None)
+        self.closed.discard(id)
         if record is not None:
             if self.vectors is not None:
                 self.vectors.remove(id)
@@ -142,7 +148,7 @@ class InMemoryBackend:
             allowed: Mask | None
             if wanted.narrows:
                 allowed = vectors.where_keys(
-                    [i for i in vectors.live_keys() if _matches(space.records[i], wanted, now)]
+                    [i for i in _narrowed(space, wanted, now) if i in vectors]
                 )
             else:
                 allowed = vectors.live(now)
@@ -165,8 +171,7 @@ class InMemoryBackend:
             if space is None:
                 return []
             if wanted.narrows:
-                allowed = [i for i, r in space.records.items() if _matches(r, wanted, now)]
-                return space.words.search(words, k, None, allowed)
+                return space.words.search(words, k, None, _narrowed(space, wanted, now))
             return space.words.search(words, k, now, None)
 
     def gather(
@@ -312,8 +317,8 @@ class InMemoryBackend:
     def _visible(self, namespace: str, wanted: Filter, now: float) -> builtins.list[Record]:
         with self._lock:
             space = self._spaces.get(namespace)
-            rows = builtins.list(space.records.values()) if space else []
-        return [r for r in rows if _matches(r, wanted, now)]
+            ids = _narrowed(space, wanted, now) if space else []
+            return [space.records[i] for i in ids] if space else []
 
 
 class InMemoryRecordStore(RecordStore):
@@ -330,6 +335,18 @@ class InMemoryRecordStore(RecordStore):
         return cls(clock=clock)
 
 
+def _narrowed(space: _Space, wanted: Filter, now: float) -> builtins.list[str]:
+    """The ids of ``space``'s records that pass ``wanted``; only the ids it names, or the
+    closed versions when it asks for them alone, are looked at."""
+    records = space.records
+    ids: Iterable[str] = records
+    if wanted.ids is not None:
+        ids = [i for i in wanted.ids if i in records]
+    elif wanted.closed_as_of is not None:
+        ids = space.closed
+    return [i for i in ids if _matches(records[i], wanted, now)]
+
+
 def _matches(record: Record, wanted: Filter, now: float) -> bool:
     """Whether ``record`` passes ``wanted`` (already checked) at time ``now``."""
     if not wanted.include_expired and record.expires_at is not None and record.expires_at <= now:
@@ -341,6 +358,10 @@ def _matches(record: Record, wanted: Filter, now: float) -> bool:
     if wanted.provenances is not None and record.provenance not in wanted.provenances:
         return False
     if wanted.superseded_by is not None and record.superseded_by not in wanted.superseded_by:
+        return False
+    if wanted.closed_as_of is not None and not (
+        record.valid_to is not None and record.valid_to <= wanted.closed_as_of
+    ):
         return False
     if not _valid(record, wanted, now):
         return False

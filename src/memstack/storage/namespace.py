@@ -24,6 +24,9 @@ root           owner                                           parts
 ``bank``       MemoryBank (in memory or durable)               [bank name]
 ``lg``         LangGraph store (``MemstackStore``)             store name, LangGraph labels
 ``oas``        Agents SDK sessions (``MemstackSession``)       session id
+``reembed``    a namespace being embedded again by another     the namespace's encoded name
+               model (``service.reembed``), until it replaces
+               the namespace
 =============  ==============================================  ===========================
 
 The encoded form is ``root/part/part``, each part with ``%`` and ``/`` percent-encoded,
@@ -40,7 +43,18 @@ from memstack.errors import InvalidInput
 __all__ = ["ROOTS", "Namespace", "NamespaceRoot", "decode_part", "encode_part"]
 
 NamespaceRoot = Literal[
-    "ltm", "users", "jobs", "mem", "memidx", "memepoch", "kb", "auth", "bank", "lg", "oas"
+    "ltm",
+    "users",
+    "jobs",
+    "mem",
+    "memidx",
+    "memepoch",
+    "kb",
+    "auth",
+    "bank",
+    "lg",
+    "oas",
+    "reembed",
 ]
 ROOTS: Final[tuple[str, ...]] = get_args(NamespaceRoot)
 

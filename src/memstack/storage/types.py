@@ -137,6 +137,9 @@ class Filter:
     - ``provenances``: the record's ``provenance`` is one of these.
     - ``superseded_by``: the record was replaced by one of these ids (a closed version,
       so this needs ``include_superseded`` or an ``as_of`` to find anything).
+    - ``closed_as_of``: the record had stopped being valid by that moment
+      (``valid_to <= closed_as_of``): the versions a read ``as_of`` it leaves out as
+      replaced or retired. Needs ``include_superseded``.
 
     An empty ``kinds``, ``ids``, ``provenances`` or ``superseded_by`` tuple matches nothing.
     """
@@ -151,6 +154,7 @@ class Filter:
     include_superseded: bool = False
     provenances: tuple[str, ...] | None = None
     superseded_by: tuple[str, ...] | None = None
+    closed_as_of: float | None = None
 
     @property
     def narrows(self) -> bool:
@@ -167,6 +171,7 @@ class Filter:
                     self.as_of,
                     self.provenances,
                     self.superseded_by,
+                    self.closed_as_of,
                 )
             )
             or bool(self.metadata)

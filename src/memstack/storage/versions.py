@@ -31,6 +31,7 @@ from memstack.storage.types import Filter, Record
 __all__ = [
     "KEPT_VERSIONS",
     "MAX_HISTORY_READ",
+    "MAX_REPLACEMENTS",
     "VERSION_OF",
     "Closing",
     "as_version_of",
@@ -43,12 +44,17 @@ __all__ = [
     "history",
     "memory_of",
     "starts",
+    "valid_successors",
     "version_id",
 ]
 
 MAX_HISTORY_READ: Final = 1_000
 """At most this many versions are read for one history: a bound on the walk, far above
 what any cap keeps."""
+MAX_REPLACEMENTS: Final = 64
+"""``valid_successors`` follows a closed version through at most this many replacements
+(a read for each step whose version is not in hand): a bound on the walk, far above the
+changes one fact sees."""
 KEPT_VERSIONS: Final = 20
 """Closed versions a service memory keeps beside its current one; the earliest closed go
 first."""
@@ -213,3 +219,45 @@ def _successors(record: Record, versions: Mapping[str, Record]) -> int:
         following = versions[following].superseded_by
         count += 1
     return count
+
+
+def valid_successors(
+    store: RecordStore,
+    namespace: str,
+    closed: Sequence[Record],
+    *,
+    at: float,
+    as_of: bool,
+    known: Mapping[str, Record] | None = None,
+) -> dict[str, Record]:
+    """For each of the ``closed`` versions (by id), the version that replaced it and is
+    valid at ``at``: now, or the moment ``as_of`` reads (then it must have started by
+    ``at`` too). The walk follows ``superseded_by`` through the versions closed by ``at``;
+    a chain that ends in a version closed without a successor (deleted, evicted), or in
+    one erased or expired, gives none. ``known``: records in hand by id, not read again."""
+
+    def valid(record: Record) -> bool:
+        started = not as_of or starts(record) <= at
+        return started and (record.valid_to is None or record.valid_to > at)
+
+    seen = dict(known or {})
+    following = {r.id: r.superseded_by for r in closed if r.superseded_by is not None}
+    found: dict[str, Record] = {}
+    for _ in range(MAX_REPLACEMENTS):
+        unread = [i for i in dict.fromkeys(following.values()) if i not in seen]
+        if unread:
+            seen.update((r.id, r) for r in store.get(namespace, unread))
+        step: dict[str, str] = {}
+        for origin, next_id in following.items():
+            record = seen.get(next_id)
+            if record is None:
+                continue
+            if valid(record):
+                found[origin] = record
+            elif record.valid_to is not None and record.valid_to <= at:
+                if record.superseded_by is not None:
+                    step[origin] = record.superseded_by
+        if not step:
+            break
+        following = step
+    return found

@@ -126,6 +126,15 @@ Cursor = Annotated[str, Field(min_length=1, max_length=MAX_CURSOR_CHARS)]
 CURSOR_HELP = "The next_cursor of the page before: the page after it, at any depth"
 """What a cursor is; each door ends the sentence (REST says how ``offset`` adds to it)."""
 AsOf = Annotated[float | None, Field(allow_inf_nan=False, description=AS_OF_HELP)]
+MIN_SCORE_HELP = (
+    "Keep only the results whose calibrated relevance (0 to 1, the same scale for every "
+    "query: the chance a result answers the query) is at least this; omitted: no cut."
+)
+MinScore = Annotated[
+    float | None, Field(ge=0, le=1, allow_inf_nan=False, description=MIN_SCORE_HELP)
+]
+"""A threshold of the calibrated relevance (``longterm.calibration``), as every search,
+recall and block of recalled memories takes it."""
 IncludeSuperseded = Annotated[
     bool, Field(description="Every version, current or closed, each with its validity.")
 ]
@@ -262,6 +271,7 @@ class SearchRequest(_Body):
     limit: Whole[SearchLimit] = DEFAULT_SEARCH_LIMIT
     as_of: Annotated[AsOf, Strict()] = None
     provenances: Provenances = None
+    min_score: Annotated[MinScore, Strict()] = None
 
 
 class KnowledgeCreate(_Body):
@@ -410,6 +420,10 @@ class SearchHitOut(BaseModel):
     provenance: ProvenanceName | None = Field(
         description="The memory's provenance, beside the scores that ranked it."
     )
+    calibrated: float = Field(
+        description="score as the chance (0 to 1) that the memory answers the query, the "
+        "same scale for every query: what min_score cuts at."
+    )
 
 
 class SearchResults(BaseModel):
@@ -544,6 +558,7 @@ def hit_out(hit: SearchHit) -> SearchHitOut:
         similarity=hit.similarity,
         keyword=hit.keyword,
         provenance=hit.provenance,
+        calibrated=hit.calibrated,
     )
 
 

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from memstack.errors import InvalidInput
+from memstack.longterm.calibration import CONTEXT_MIN_SCORE
 from memstack.longterm.memory import MAX_K, MAX_TEXT_CHARS
 from memstack.longterm.turns import MAX_SPEAKER_CHARS, TURN_KEYS
 from memstack.longterm.types import LongTermItem, LtmKind, RecalledMemory
@@ -36,6 +37,7 @@ from memstack.transports.schemas import (
     ID_RULE,
     MAX_RESOURCE_ID_CHARS,
     AgentId,
+    MinScore,
     Provenances,
     Whole,
     iso,
@@ -43,6 +45,7 @@ from memstack.transports.schemas import (
 )
 
 __all__ = [
+    "CONTEXT_MIN_SCORE_HELP",
     "MAX_FACT_SUPERSEDES",
     "MAX_TURNS",
     "BlockOut",
@@ -90,6 +93,11 @@ UserId = Annotated[
 UserQuery = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)]
 """What to recall memories for."""
 RecallK = Annotated[int, Field(ge=1, le=MAX_K, description="How many memories, at most.")]
+CONTEXT_MIN_SCORE_HELP = (
+    "Keep only the memories whose calibrated relevance (0 to 1, the same scale for every "
+    f"query) is at least this; omitted: {CONTEXT_MIN_SCORE}, so a message about nothing "
+    "remembered gets an empty block; 0 keeps all k."
+)
 UserListLimit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
 UserSession = Annotated[
     StrictStr,
@@ -240,6 +248,7 @@ class RecallRequest(_Body):
     provenances: Provenances = None
     session_id: UserSession | None = None
     memory_enabled: _MemoryEnabled = None
+    min_score: Annotated[MinScore, Strict()] = None
 
 
 class ScoresOut(BaseModel):
@@ -254,6 +263,15 @@ class ScoresOut(BaseModel):
     session: float
     speaker: float
     time: float
+    inherited_from: str | None = Field(
+        default=None,
+        description="The id of a version this memory replaced whose match it carries "
+        "(similarity and keyword are that version's); null: its own.",
+    )
+    calibrated: float = Field(
+        description="The chance (0 to 1) that the memory answers the query, the same scale "
+        "for every query: what min_score cuts at. It does not rank: score does."
+    )
 
 
 class UserMemoryOut(BaseModel):
@@ -430,6 +448,8 @@ def _scores(item: RecalledMemory) -> ScoresOut:
         session=s.session,
         speaker=s.speaker,
         time=s.time,
+        inherited_from=s.inherited_from,
+        calibrated=s.calibrated,
     )
 
 

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Final
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, Strict
 
 from memstack import __version__
 from memstack.errors import MemstackError, StoreUnavailable
@@ -56,6 +56,7 @@ from memstack.transports.schemas import (
     MemoryOut,
     MemoryPageOut,
     MemoryValue,
+    MinScore,
     ProvenanceDetail,
     ProvenanceName,
     Provenances,
@@ -207,6 +208,7 @@ def _search_memories(env: _Env) -> _ToolFn:
         limit: SearchLimit = DEFAULT_SEARCH_LIMIT,
         as_of: AsOf = None,
         provenances: Provenances = None,
+        min_score: Annotated[MinScore, Strict()] = None,
     ) -> SearchResults:
         async with _tool_errors():
             hits = await env.memories.search(
@@ -220,6 +222,7 @@ def _search_memories(env: _Env) -> _ToolFn:
                 limit=limit,
                 as_of=as_of,
                 provenances=provenances,
+                min_score=min_score,
             )
         return SearchResults(results=[hit_out(h) for h in hits])
 

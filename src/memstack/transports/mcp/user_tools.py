@@ -17,7 +17,7 @@ from typing import Annotated, Any, Final
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
-from pydantic import Field, StrictBool
+from pydantic import Field, Strict, StrictBool
 
 from memstack.errors import NotFound
 from memstack.longterm.memory import MAX_TEXT_CHARS
@@ -28,9 +28,11 @@ from memstack.transports.schemas import (
     MAX_RESOURCE_ID_CHARS,
     Deleted,
     IncludeSuperseded,
+    MinScore,
     Provenances,
 )
 from memstack.transports.user_schemas import (
+    CONTEXT_MIN_SCORE_HELP,
     MAX_FACT_SUPERSEDES,
     MAX_TURNS,
     BlockOut,
@@ -196,6 +198,7 @@ def _recall(env: UserToolEnv) -> _ToolFn:
             bool, Field(description="Mark what is recalled as used: it fades more slowly.")
         ] = True,
         memory_enabled: _MemoryEnabled = None,
+        min_score: Annotated[MinScore, Strict()] = None,
     ) -> RecallOut:
         async with env.errors():
             found = await env.users.recall(
@@ -209,6 +212,7 @@ def _recall(env: UserToolEnv) -> _ToolFn:
                 provenances=provenances,
                 session_id=session_id,
                 memory_enabled=memory_enabled,
+                min_score=min_score,
             )
         return recalled_out(found)
 
@@ -222,6 +226,7 @@ def _get_recalled_context(env: UserToolEnv) -> _ToolFn:
         k: RecallK = 10,
         session_id: _OptionalSession = None,
         memory_enabled: _MemoryEnabled = None,
+        min_score: Annotated[MinScore, Strict(), Field(description=CONTEXT_MIN_SCORE_HELP)] = None,
     ) -> BlockOut:
         async with env.errors():
             block = await env.users.context(
@@ -231,6 +236,7 @@ def _get_recalled_context(env: UserToolEnv) -> _ToolFn:
                 k=k,
                 session_id=session_id,
                 memory_enabled=memory_enabled,
+                min_score=min_score,
             )
         return BlockOut(block=block)
 

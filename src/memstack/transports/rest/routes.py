@@ -439,6 +439,7 @@ async def searched(
         limit=body.limit,
         as_of=body.as_of,
         provenances=body.provenances,
+        min_score=body.min_score,
     )
     return SearchResults(results=[hit_out(h) for h in hits])
 

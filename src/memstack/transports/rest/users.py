@@ -25,8 +25,10 @@ from memstack.transports.schemas import (
     MAX_RESOURCE_ID_CHARS,
     Cursor,
     IncludeSuperseded,
+    MinScore,
 )
 from memstack.transports.user_schemas import (
+    CONTEXT_MIN_SCORE_HELP,
     BlockOut,
     ErasedOut,
     ExportOut,
@@ -157,6 +159,7 @@ def _recall(api: _Api) -> _Endpoint:
             provenances=body.provenances,
             session_id=body.session_id,
             memory_enabled=body.memory_enabled,
+            min_score=body.min_score,
         )
         return recalled_out(found)
 
@@ -171,10 +174,18 @@ def _context(api: _Api) -> _Endpoint:
         k: Annotated[RecallK, Query()] = 10,
         session_id: Annotated[UserSession | None, Query()] = None,
         memory_enabled: Annotated[bool | None, Query()] = None,
+        min_score: Annotated[MinScore, Query(description=CONTEXT_MIN_SCORE_HELP)] = None,
     ) -> BlockOut:
-        """The ``<recalled-memories>`` block to inject before the user's message."""
+        """The ``<recalled-memories>`` block to inject before the user's message: the
+        recalled memories whose calibrated relevance reaches ``min_score``."""
         block = await api.users.context(
-            caller, user_id, query, k=k, session_id=session_id, memory_enabled=memory_enabled
+            caller,
+            user_id,
+            query,
+            k=k,
+            session_id=session_id,
+            memory_enabled=memory_enabled,
+            min_score=min_score,
         )
         return BlockOut(block=block)
 
