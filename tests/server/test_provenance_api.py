@@ -62,7 +62,14 @@ def test_store_list_and_search_by_provenance_over_http(live: LiveServer, keys: K
         assert len(every) == 4
         for hit in every:  # beside similarity and keyword, the memory's provenance
             assert hit["provenance"] == hit["memory"]["provenance"]
-            assert set(hit) == {"memory", "score", "similarity", "keyword", "provenance"}
+            assert set(hit) == {
+                "memory",
+                "score",
+                "similarity",
+                "keyword",
+                "calibrated",
+                "provenance",
+            }
 
     # The repeated query parameter, as sent by hand.
     response = httpx.get(
