@@ -199,35 +199,23 @@ def test_bench_locomo_ablates_each_mechanism_in_its_own_run(data_file: Path, tmp
     assert report["halves"] == {}  # the weights were tuned on conversations not in this file
 
 
-def test_bench_locomo_switches_on_a_mechanism_off_by_default(tmp_path: Path):
-    """``second_look`` is off by default: its ablation row is the run with it on; each
-    half's JSON holds its categories, the ablation's halves too."""
+def test_bench_locomo_gives_each_halfs_categories_and_the_ablations_halves(tmp_path: Path):
+    """Each half's JSON holds its categories, an ablation's halves too."""
     tuned, other = _conversation()[0], _conversation()[0]
     tuned["sample_id"], other["sample_id"] = "conv-26", "conv-42"
     data = tmp_path / "two.json"
     data.write_text(json.dumps([tuned, other]), encoding="utf-8")
     out = tmp_path / "report.json"
     args = ["bench", "locomo", "--data", str(data), "--store", "memory", "--embedder", "hash"]
-    result = CliRunner().invoke(main, [*args, "--ablate", "second_look", "--out", str(out)])
+    result = CliRunner().invoke(main, [*args, "--ablate", "time", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "with second_look" in result.output and "without second_look" not in result.output
+    assert "without time" in result.output
     report = json.loads(out.read_text())
     assert set(report["halves"]) == {"tuned", "other"}
     assert set(report["halves"]["other"]["per_category"]) == {"1", "2", "4"}
-    halves = report["ablations"]["second_look"]["halves"]
+    halves = report["ablations"]["time"]["halves"]
     assert set(halves) == {"tuned", "other"}
     assert set(halves["tuned"]["per_category"]) == {"1", "2", "4"}
-
-
-def test_the_ablation_of_second_look_switches_it_on():
-    from memstack.bench.locomo import TRIED, _switched_off, switched
-    from memstack.longterm.scoring import ContextWeights
-
-    assert ContextWeights().second_look == 0.0
-    weights, _ = _switched_off({"second_look"})
-    assert weights == ContextWeights(second_look=TRIED["second_look"]) and TRIED["second_look"] > 0
-    assert _switched_off({"time"})[0] == ContextWeights(time=0.0)
-    assert switched("second_look") == "with second_look" and switched("time") == "without time"
 
 
 def test_bench_locomo_refuses_an_unknown_mechanism(data_file: Path):
@@ -302,3 +290,12 @@ def _answer_next_door(tmp_path: Path) -> Path:
         )
     )
     return path
+
+
+def test_an_ablation_zeroes_the_weight_of_what_it_switches_off():
+    from memstack.bench.locomo import _switched_off, switched
+    from memstack.longterm.scoring import ContextWeights
+
+    assert _switched_off({"time"})[0] == ContextWeights(time=0.0)
+    assert _switched_off({"context"}) == (ContextWeights(), 0)
+    assert switched("time") == "without time"

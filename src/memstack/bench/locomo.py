@@ -9,7 +9,7 @@ beside it.
 
 Mechanisms (``MECHANISMS``) can be switched off one at a time for an ablation table:
 ``context`` stores the turns without context, the others zero their weight in
-``ContextWeights``; one off by default (``TRIED``) is switched on instead. The weights
+``ContextWeights``. The weights
 were chosen on the first half of the development split (``TUNED_ON``); the report gives
 that half and the other half apart.
 """
@@ -44,11 +44,7 @@ __all__ = [
 ]
 
 K = 10
-MECHANISMS: Final = ("context", "session", "speaker", "time", "second_look")
-TRIED: Final = {"second_look": 0.3}
-"""Mechanisms off by default, with the weight an ablation switches them on at instead:
-kept off because they did not pass on the development split (docs/benchmarks.md), and
-measurable again with ``--ablate`` after a change (another embedding model)."""
+MECHANISMS: Final = ("context", "session", "speaker", "time")
 TUNED_ON: Final = ("conv-26", "conv-30", "conv-41")
 """The conversations the recall weights were chosen on; the rest checks them."""
 
@@ -68,7 +64,7 @@ class LocomoReport:
     halves: dict[str, Summary] = field(default_factory=dict)
     """``tuned`` (the ``TUNED_ON`` conversations) and ``other``, when both are there."""
     ablations: dict[str, Summary] = field(default_factory=dict)
-    """Per mechanism switched off (on, for one off by default: ``TRIED``), the same run
+    """Per mechanism switched off, the same run
     so."""
     ablation_halves: dict[str, dict[str, Summary]] = field(default_factory=dict)
     """Per mechanism in ``ablations``, that run's ``halves``."""
@@ -202,18 +198,17 @@ class _Tally:
 
 
 def switched(name: str) -> str:
-    """The ablation row of a mechanism: "without" it, or "with" one off by default."""
-    return f"with {name}" if name in TRIED else f"without {name}"
+    """The ablation row of a mechanism: the run "without" it."""
+    return f"without {name}"
 
 
 def _switched_off(off: set[str]) -> tuple[ContextWeights, int]:
-    """The recall weights and context radius with the mechanisms in ``off`` switched
-    (off, or on at their ``TRIED`` weight)."""
+    """The recall weights and context radius with the mechanisms in ``off`` switched off."""
     unknown = sorted(off - set(MECHANISMS))
     if unknown:
         raise ValueError(f"unknown mechanisms {unknown}; choose from {', '.join(MECHANISMS)}")
-    switched = {name: TRIED.get(name, 0.0) for name in off if name != "context"}
-    return replace(ContextWeights(), **switched), 0 if "context" in off else DEFAULT_RADIUS
+    weights = replace(ContextWeights(), **{name: 0.0 for name in off if name != "context"})
+    return weights, 0 if "context" in off else DEFAULT_RADIUS
 
 
 async def _ingest(memory: LongTermMemory, sample: Sample, radius: int, tally: _Tally) -> None:

@@ -96,7 +96,7 @@ def bench() -> None:
     default="",
     metavar="MECHANISMS",
     help="Comma-separated mechanisms to switch off one at a time for an ablation table: "
-    "context, session, speaker, time, second_look (each is a full extra run).",
+    "context, session, speaker, time (each is a full extra run).",
 )
 @click.option(
     "--url",

@@ -41,7 +41,6 @@ from memstack.longterm.scoring import (
     recencies,
     recency,
 )
-from memstack.longterm.second_look import second_look
 from memstack.longterm.turns import (
     DEFAULT_RADIUS,
     MAX_SESSION_SCAN,
@@ -195,7 +194,7 @@ class LongTermMemory:
         session_id: str | None,
         min_score: float | None = None,
     ) -> list[RecalledMemory]:
-        found, again = self._candidates(query, wanted, pool=max(4 * k, _MIN_POOL))
+        found = self._candidates(query, wanted, pool=max(4 * k, _MIN_POOL))
         records, now = found.records, self.clock.now()
         metadata = [r.metadata for r in records]
         context = ContextScores.of_columns(
@@ -206,7 +205,6 @@ class LongTermMemory:
             speakers=[_text_or_none(m.get("speaker")) for m in metadata],
             weights=self.context_weights,
             current_session=session_id,
-            second_look=again,
         )
         relevance = np.asarray(found.relevance, dtype=np.float64)
         scores = final_scores(
@@ -237,28 +235,14 @@ class LongTermMemory:
         ]
         return self._handed(query, ranked, min_score, touch, now)
 
-    def _candidates(
-        self, query: str, wanted: Filter | None, *, pool: int
-    ) -> tuple[Carried, list[float] | None]:
-        """A recall's candidates, and each one's second-look term when there was one."""
+    def _candidates(self, query: str, wanted: Filter | None, *, pool: int) -> Carried:
+        """A recall's candidates; a memory carries the match of the versions it replaced."""
         vector = self.embedder.embed_batch([query])[0]
-        found = carried_candidates(  # a memory carries the match of versions it replaced
+        return carried_candidates(
             self.store,
             self.namespace,
             query=query,
             vector=vector,
-            pool=pool,
-            keyword_weight=self.keyword_weight,
-            filter=wanted,
-            model_id=self.embedder.model_id,
-        )
-        return second_look(  # thin evidence: ask again with what the best memories name
-            self.store,
-            self.namespace,
-            query=query,
-            vector=vector,
-            found=found,
-            share=self.context_weights.second_look,
             pool=pool,
             keyword_weight=self.keyword_weight,
             filter=wanted,

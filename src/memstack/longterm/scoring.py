@@ -61,13 +61,10 @@ class ContextWeights:
     session: float = 0.3
     speaker: float = 0.05
     time: float = 0.1
-    second_look: float = 0.0
-    """Share of a memory's relevance to the second look's query (``longterm.second_look``)
-    when the first look's evidence is thin; 0 (the default) looks once."""
 
     @classmethod
     def off(cls) -> ContextWeights:
-        return cls(session=0.0, speaker=0.0, time=0.0, second_look=0.0)
+        return cls(session=0.0, speaker=0.0, time=0.0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,7 +74,6 @@ class ContextTerms:
     session: float = 0.0
     speaker: float = 0.0
     time: float = 0.0
-    second_look: float = 0.0
 
 
 class ContextCandidate(NamedTuple):
@@ -197,16 +193,11 @@ class ContextScores:
         speakers: Sequence[str | None],
         weights: ContextWeights,
         current_session: str | None = None,
-        second_look: Sequence[float] | None = None,
     ) -> ContextScores:
         """The same from one list per field (``ContextCandidate``'s), in candidate order:
-        a recall has them as columns and needs no object per candidate. ``second_look``
-        is each candidate's term from a second look (``longterm.second_look``), if any."""
+        a recall has them as columns and needs no object per candidate."""
         scores = cls.__new__(cls)
         scores._score(query, relevance, texts, sessions, speakers, weights, current_session)
-        if second_look is not None:
-            scores._again = list(second_look)
-            scores.lifts = [a + b for a, b in zip(scores.lifts, scores._again, strict=True)]
         return scores
 
     def _score(
@@ -237,19 +228,13 @@ class ContextScores:
             self._time = [weights.time if t else 0.0 for t in which_state_time(texts)]
         else:
             self._time = [0.0] * len(texts)
-        self._again = [0.0] * len(texts)
         self.lifts = [
             a + b + c for a, b, c in zip(self._session, self._speaker, self._time, strict=True)
         ]
         """Each candidate's summed context terms, in order."""
 
     def terms(self, i: int) -> ContextTerms:
-        return ContextTerms(
-            session=self._session[i],
-            speaker=self._speaker[i],
-            time=self._time[i],
-            second_look=self._again[i],
-        )
+        return ContextTerms(session=self._session[i], speaker=self._speaker[i], time=self._time[i])
 
 
 def context_terms(
@@ -283,9 +268,6 @@ class ScoreBreakdown:
     """For a memory by the one speaker the query names (``metadata["speaker"]``)."""
     time: float = 0.0
     """For a memory that states a time, when the query asks when or how long."""
-    second_look: float = 0.0
-    """A share of the memory's relevance to the second look's query, asked with what the
-    first look's best memories name when its evidence was thin (``longterm.second_look``)."""
     provenance: str | None = None
     """How the memory was learned (not a score term: shown so a reader can weigh it)."""
     inherited_from: str | None = None
@@ -363,7 +345,7 @@ def hybrid_score(
         else (1 - keyword_weight) * similarity + keyword_weight * keyword
     )
     terms = context or ContextTerms()
-    lift = terms.session + terms.speaker + terms.time + terms.second_look
+    lift = terms.session + terms.speaker + terms.time
     score = final_score(relevance=relevance, lift=lift, recency=recency, importance=importance)
     return ScoreBreakdown(
         similarity=similarity,
@@ -375,7 +357,6 @@ def hybrid_score(
         session=terms.session,
         speaker=terms.speaker,
         time=terms.time,
-        second_look=terms.second_look,
         provenance=provenance,
         inherited_from=inherited_from,
     )
