@@ -38,21 +38,15 @@ _MAX_ID_BYTES: Final = 1_024
 def encode_cursor(record: Record) -> str:
     """The cursor of the page that follows ``record``."""
     raw = json.dumps([record.created_at, record.id], ensure_ascii=False, separators=(",", ":"))
-    return _PREFIX + base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    return _packed(_PREFIX, raw)
 
 
 def decode_cursor(cursor: object) -> tuple[float, str]:
     """The ``(created_at, record id)`` a cursor of ``encode_cursor`` holds; ``InvalidInput``
     naming ``cursor`` for anything else."""
-    if not isinstance(cursor, str) or not cursor.startswith(_PREFIX):
-        raise _bad(cursor)
-    if len(cursor) > MAX_CURSOR_CHARS:
-        raise _bad(cursor)
-    body = cursor[len(_PREFIX) :]
     try:
-        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-        value = json.loads(raw.decode())
-    except (binascii.Error, UnicodeDecodeError, ValueError):
+        value = json.loads(_unpacked(_PREFIX, cursor))
+    except ValueError:
         raise _bad(cursor) from None
     match value:
         case [float() | int() as at, str() as id] if (
@@ -64,24 +58,33 @@ def decode_cursor(cursor: object) -> tuple[float, str]:
 
 def encode_user_cursor(user_id: str) -> str:
     """The cursor of the page of users that follows ``user_id`` (users go by id)."""
-    return _USER_PREFIX + base64.urlsafe_b64encode(user_id.encode()).decode().rstrip("=")
+    return _packed(_USER_PREFIX, user_id)
 
 
 def decode_user_cursor(cursor: object) -> str:
     """The user id a cursor of ``encode_user_cursor`` holds; ``InvalidInput`` naming
     ``cursor`` for anything else."""
-    if not isinstance(cursor, str) or not cursor.startswith(_USER_PREFIX):
-        raise _bad(cursor)
-    body = cursor[len(_USER_PREFIX) :]
-    if len(cursor) > MAX_CURSOR_CHARS:
-        raise _bad(cursor)
-    try:
-        user_id = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise _bad(cursor) from None
+    user_id = _unpacked(_USER_PREFIX, cursor)
     if not _storable(user_id):
         raise _bad(cursor)
     return user_id
+
+
+def _packed(prefix: str, text: str) -> str:
+    return prefix + base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def _unpacked(prefix: str, cursor: object) -> str:
+    """The text a cursor of ``_packed(prefix, ...)`` holds; ``InvalidInput`` otherwise."""
+    if not isinstance(cursor, str) or not cursor.startswith(prefix):
+        raise _bad(cursor)
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise _bad(cursor)
+    body = cursor[len(prefix) :]
+    try:
+        return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise _bad(cursor) from None
 
 
 def _storable(id: str) -> bool:
