@@ -81,3 +81,16 @@ def test_errors_are_one_line_and_name_the_fix(live: LiveServer, keys: Keys, tmp_
     assert "Traceback" not in wrong_key.output
     neither = _run(live, keys.acme, "delete")
     assert neither.exit_code == 2 and "--agent-id" in neither.output
+
+
+def test_search_min_score_keeps_only_hits_at_or_above_it(live: LiveServer, keys: Keys):
+    with MemoryClient(live.url, api_key=keys.acme) as client:
+        client.store("bot", "drink", "Green tea in the morning.")
+        client.store("bot", "deploy", "Blue-green deployments only.")
+    every = _json(live, keys.acme, "search", "green tea", "--min-score", "0")["results"]
+    cut = min(hit["calibrated"] for hit in every) + 1e-6
+    kept = _json(live, keys.acme, "search", "green tea", "--min-score", str(cut))["results"]
+    assert len(every) == 2 and 0 < len(kept) < len(every)
+    assert all(hit["calibrated"] >= cut for hit in kept)
+    bad = _run(live, keys.acme, "search", "green tea", "--min-score", "2")
+    assert bad.exit_code == 2 and "--min-score" in bad.output

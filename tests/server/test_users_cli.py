@@ -261,3 +261,17 @@ def test_job_follows_the_extraction(extracting: tuple[LiveServer, str], tmp_path
     assert shown[1] == f"stored: {', '.join(job['stored'])}"
     extracted = _json(server, key, "recall", "u1", "Berlin", "--provenance", "extracted")
     assert {r["id"] for r in extracted["results"]} == set(job["stored"])
+
+
+def test_recall_and_context_cut_at_min_score(live: LiveServer, key: str, tmp_path: Path):
+    _ok(
+        live, key, "add-turns", "u1", str(_jsonl(tmp_path / "t.jsonl", TURNS)), "--session-id", "s1"
+    )
+    every = _json(live, key, "recall", "u1", QUERY, "--no-touch", "--min-score", "0")["results"]
+    cut = min(hit["scores"]["calibrated"] for hit in every) + 1e-6
+    kept = _json(live, key, "recall", "u1", QUERY, "--no-touch", "--min-score", str(cut))
+    assert 0 < len(kept["results"]) < len(every)
+    assert all(hit["scores"]["calibrated"] >= cut for hit in kept["results"])
+    assert "lakes" in _ok(live, key, "context", "u1", QUERY, "--min-score", "0").stdout
+    nothing = _ok(live, key, "context", "u1", QUERY, "--min-score", "1")
+    assert (nothing.stdout, nothing.stderr) == ("", "nothing recalled\n")

@@ -19,7 +19,15 @@ import click
 from memstack.client import DEFAULT_URL, MemoryClient
 from memstack.errors import MemstackError
 
-__all__ = ["Server", "ServerGroup", "connect", "echo_json", "json_option", "provenance_option"]
+__all__ = [
+    "Server",
+    "ServerGroup",
+    "connect",
+    "echo_json",
+    "json_option",
+    "min_score_option",
+    "provenance_option",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -30,6 +38,12 @@ provenance_option = click.option(
     multiple=True,
     type=click.Choice(["user_stated", "extracted", "tool_output", "imported"]),
     help="Only memories learned this way (repeat for several).",
+)
+
+min_score_option = click.option(
+    "--min-score",
+    type=click.FloatRange(0.0, 1.0),
+    help="Only hits whose calibrated relevance is at least this (0 to 1).",
 )
 
 

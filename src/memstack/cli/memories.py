@@ -13,7 +13,14 @@ from typing import IO, Literal
 
 import click
 
-from memstack.cli._server import ServerGroup, connect, echo_json, json_option, provenance_option
+from memstack.cli._server import (
+    ServerGroup,
+    connect,
+    echo_json,
+    json_option,
+    min_score_option,
+    provenance_option,
+)
 from memstack.cli.reembed import reembed_command
 from memstack.client.types import Memory, Provenance
 
@@ -89,6 +96,7 @@ def list_command(
 @click.option("--mode", type=click.Choice(["hybrid", "text", "semantic"]), default="hybrid")
 @click.option("--limit", type=int, default=10, show_default=True)
 @provenance_option
+@min_score_option
 @json_option
 def search_command(
     query: str,
@@ -98,6 +106,7 @@ def search_command(
     mode: Literal["hybrid", "text", "semantic"],
     limit: int,
     provenances: tuple[Provenance, ...],
+    min_score: float | None,
     as_json: bool,
 ) -> None:
     """Search memories, best first, with each hit's score and provenance."""
@@ -110,6 +119,7 @@ def search_command(
             mode=mode,
             limit=limit,
             provenances=provenances or None,
+            min_score=min_score,
         )
     if as_json:
         echo_json(found)

@@ -14,7 +14,14 @@ from typing import IO, TypeVar, get_args
 
 import click
 
-from memstack.cli._server import ServerGroup, connect, echo_json, json_option, provenance_option
+from memstack.cli._server import (
+    ServerGroup,
+    connect,
+    echo_json,
+    json_option,
+    min_score_option,
+    provenance_option,
+)
 from memstack.cli._user_files import batches, read_objects
 from memstack.client.types import (
     MemoryKind,
@@ -199,6 +206,7 @@ def remember_command(
 )
 @click.option("--include-superseded", is_flag=True, help="Every version, not only current ones.")
 @provenance_option
+@min_score_option
 @click.option("--no-touch", is_flag=True, help="Leave what is recalled unmarked (ages as before).")
 @json_option
 def recall_command(
@@ -209,6 +217,7 @@ def recall_command(
     as_of: float | None,
     include_superseded: bool,
     provenances: tuple[Provenance, ...],
+    min_score: float | None,
     no_touch: bool,
     as_json: bool,
 ) -> None:
@@ -223,6 +232,7 @@ def recall_command(
             include_superseded=include_superseded,
             provenances=provenances or None,
             session_id=session_id,
+            min_score=min_score,
         )
     if as_json:
         echo_json(found)
@@ -236,13 +246,22 @@ def recall_command(
 @click.argument("query")
 @_K
 @_SESSION
+@min_score_option
 @json_option
 def context_command(
-    user_id: str, query: str, k: int, session_id: str | None, as_json: bool
+    user_id: str,
+    query: str,
+    k: int,
+    session_id: str | None,
+    min_score: float | None,
+    as_json: bool,
 ) -> None:
-    """The <recalled-memories> block for QUERY, to put before the user's message."""
+    """The <recalled-memories> block for QUERY, to put before the user's message
+    (without --min-score, the server's default threshold cuts it)."""
     with connect() as client:
-        context = client.recalled_context(user_id, query, k=k, session_id=session_id)
+        context = client.recalled_context(
+            user_id, query, k=k, session_id=session_id, min_score=min_score
+        )
     if as_json:
         echo_json(context)
     elif context["block"]:
