@@ -19,6 +19,13 @@ def test_tools_list_table():
         "workspace_write",
         "workspace_list",
         "calculator",
+        "statistics",
+        "geometry",
+        "trigonometry",
+        "unit_conversion",
+        "read_file",
+        "write_file",
+        "list_directory",
     ]
 
 

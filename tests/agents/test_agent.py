@@ -30,9 +30,19 @@ def create(task_id: str, steps: list[dict[str, Any]], **extra: Any) -> Any:
     return call("create_task", {"id": task_id, "title": task_id.title(), "steps": steps, **extra})
 
 
+ORMS_SCHEMA: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 PLAN = Completion(
     tool_calls=(
-        create("research", [{"id": "search", "instructions": "RESEARCH: list three ORMs"}]),
+        create(
+            "research",
+            [
+                {
+                    "id": "search",
+                    "instructions": "RESEARCH: list three ORMs",
+                    "output_schema": ORMS_SCHEMA,
+                }
+            ],
+        ),
         create(
             "report",
             [{"id": "write", "instructions": "REPORT: compare them"}],
@@ -96,7 +106,7 @@ async def test_agent_plans_then_runs_the_plan_through_memory(tmp_path: Path):
     assert done == ["research", "report"]
     # the agent's output schema lands on the final step only
     assert agent.plan is not None and agent.plan.last_task.last_step.output_schema == REPORT_SCHEMA
-    assert agent.plan.tasks[0].last_step.output_schema is None
+    assert agent.plan.tasks[0].last_step.output_schema == ORMS_SCHEMA  # the planner's own
     assert context.workspace == tmp_path / "out" and context.workspace.is_dir()
 
 

@@ -11,7 +11,7 @@ from memstack._json import JSON
 from memstack.agents import AgentStepExecutor, WorkflowNode
 from memstack.agents.messages import StepResult
 from memstack.providers import Message, ScriptedProvider
-from tests.agents.scripts import by_instructions, call, finish, tool_results, turns
+from tests.agents.scripts import by_instructions, call, tool_results, turns
 
 
 async def run_graph(
@@ -45,10 +45,10 @@ async def test_two_chained_nodes_share_memory():
         read = tool_results(messages, "memory_read")
         if not read:
             return call("memory_read", {"keys": ["step:research"]})
-        return finish(f"summary of {read[0]['entries']['step:research']['value']}")
+        return f"summary of {read[0]['entries']['step:research']['value']}"
 
     provider = by_instructions(
-        {"Research": turns(finish("three facts about otters")), "Summarize": summarize}
+        {"Research": turns("three facts about otters"), "Summarize": summarize}
     )
     context = ProcessingContext()
     nodes = [
@@ -86,7 +86,7 @@ async def test_the_node_prompt_names_its_inputs_without_their_values():
 
     def answer(messages: Sequence[Message]) -> Any:
         seen.append(next(m.content for m in messages if m.role == "user"))
-        return finish("done")
+        return "done"
 
     executor = AgentStepExecutor(
         node=WorkflowNode(id="n1", instructions="Write it up."),

@@ -32,7 +32,8 @@ async def test_loop_mode_is_one_tool_loop():
 
 
 async def test_plan_mode_runs_the_plan():
-    task = Task(id="t", title="T", steps=(Step(id="s", instructions="S: go"),))
+    step = Step(id="s", instructions="S: go", output_schema={"type": "object"})
+    task = Task(id="t", title="T", steps=(step,))
     provider = by_instructions({"S:": turns(finish({"n": 1}))})
     agent = MultiModeAgent(
         name="a", objective="x", provider=provider, model="m", mode="plan", task=task, env={}

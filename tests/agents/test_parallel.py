@@ -42,7 +42,13 @@ def two_task_plan() -> TaskPlan:
             Task(
                 id="research",
                 title="Research findings",
-                steps=(Step(id="search", instructions="RESEARCH: find sources"),),
+                steps=(
+                    Step(
+                        id="search",
+                        instructions="RESEARCH: find sources",
+                        output_schema={"type": "array", "items": {"type": "string"}},
+                    ),
+                ),
             ),
             Task(
                 id="report",

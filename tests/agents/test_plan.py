@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError, replace
 from typing import Any
 
 import pytest
@@ -52,6 +53,7 @@ def t(id: str, *steps: Step, deps: tuple[str, ...] = ()) -> Task:
             "tasks form a cycle: a -> c -> a",
         ),
         (lambda: TaskPlan(title="p", tasks=()), "at least one task"),
+        (lambda: s("a", completed="yes"), "completed must be true or false"),
     ],
 )
 def test_invalid_plans_are_refused(build, message):
@@ -67,3 +69,19 @@ def test_lists_become_tuples_and_order_respects_dependencies():
     assert task.last_step.id == "z"
     step = Step(id="q", instructions="x", depends_on=["p"], tools=["calculator"])  # type: ignore[arg-type]
     assert step.depends_on == ("p",) and step.tools == ("calculator",)
+
+
+def test_a_step_is_frozen_except_for_completed():
+    """Spec 003's ``Step.completed``: false when built, the one field that changes later;
+    a step's definition (and so its equality and hash) stays what it was built with."""
+    step = s("a", output_schema=None)
+    assert step.completed is False
+    before = hash(step)
+    step.completed = True
+    assert step.completed is True and hash(step) == before and step == s("a")
+    with pytest.raises(FrozenInstanceError):
+        step.instructions = "something else"
+    with pytest.raises(InvalidInput) as excinfo:
+        step.completed = 1  # type: ignore[assignment]
+    assert excinfo.value.field == "completed" and step.completed is True
+    assert replace(step, id="b").completed is True  # a copy keeps the flag it was given

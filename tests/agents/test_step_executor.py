@@ -10,7 +10,7 @@ from memstack import ConfigError, ProcessingContext, Tool, ToolInputError
 from memstack._json import JSON
 from memstack.agents.messages import Chunk, StepResult, ToolCallUpdate, ToolResult
 from memstack.agents.plan import Step, Task
-from memstack.agents.prompts import CONCLUSION_NOTE
+from memstack.agents.prompts import CONCLUSION_NOTE, CONCLUSION_NOTE_UNSTRUCTURED
 from memstack.agents.step_executor import StepExecutor
 from memstack.providers import Completion, ScriptedProvider, ToolCall
 
@@ -131,19 +131,73 @@ async def test_caller_tools_win_over_auto_attached_ones_of_the_same_name():
     assert [t for t in ex.tools if t.name == "memory_read"] == [mine]
 
 
-async def test_step_tool_restriction_keeps_memory_tools_and_finish_step():
-    step = Step(id="s1", instructions="Do it.", tools=("echo",))
+MEMORY_TOOLS = ["memory_list", "memory_read", "memory_write"]
+
+
+@pytest.mark.parametrize(
+    ("step", "offered"),
+    [
+        (
+            Step(id="s1", instructions="Do it.", tools=("echo",), output_schema=SCHEMA),
+            ["echo", *MEMORY_TOOLS, "finish_step"],
+        ),
+        (Step(id="s1", instructions="Do it.", tools=("echo",)), ["echo", *MEMORY_TOOLS]),
+        (Step(id="s1", instructions="Do it."), ["echo", "broken", *MEMORY_TOOLS]),
+        (  # a discover step must hand back a list, so it has a schema without one written
+            Step(id="s1", instructions="Do it.", mode="discover"),
+            ["echo", "broken", *MEMORY_TOOLS, "finish_step"],
+        ),
+    ],
+    ids=["schema", "no-schema", "no-schema-no-restriction", "discover"],
+)
+async def test_finish_step_is_attached_only_to_a_step_with_a_schema(step: Step, offered: list[str]):
+    """Spec 000: the memory tools are auto-pushed into every step's tool list, "alongside
+    any caller-supplied tools and (when the step has a schema) finish_step"."""
     provider = ScriptedProvider([Completion(content="ok")])
-    await drain(
-        executor(provider, ProcessingContext(), step=step, tools=[EchoTool(), BrokenTool()])
+    ex = executor(
+        provider, ProcessingContext(), step=step, tools=[EchoTool(), BrokenTool()], max_iterations=1
     )
-    assert provider.calls[0].tool_names == [
-        "echo",
-        "memory_list",
-        "memory_read",
-        "memory_write",
-        "finish_step",
-    ]
+    await drain(ex)
+    assert provider.calls[0].tool_names == offered
+    system = provider.calls[0].messages[0].content
+    assert ("finish_step" in system) == ("finish_step" in offered)
+
+
+async def test_an_unstructured_step_cannot_call_finish_step_and_ends_with_its_answer():
+    provider = ScriptedProvider(
+        [Completion(tool_calls=(call("finish_step", {"result": "done"}),)), "All done."]
+    )
+    context = ProcessingContext()
+    step = Step(id="u", instructions="Say it.")
+    messages = await drain(executor(provider, context, step=step))
+    refused = next(m for m in messages if isinstance(m, ToolResult))
+    assert refused.name == "finish_step" and "unknown tool `finish_step`" in (refused.error or "")
+    assert messages[-1].result == "All done." and context.memory.get_value("step:u") == "All done."
+
+
+async def test_an_unstructured_step_is_nudged_to_answer_in_plain_text():
+    provider = ScriptedProvider(["", "The answer."])
+    step = Step(id="u", instructions="Say it.")
+    ex = executor(provider, ProcessingContext(), step=step)
+    await drain(ex)
+    nudge = provider.calls[1].messages[-1]
+    assert nudge.role == "user" and "plain text" in nudge.content
+    assert "finish_step" not in nudge.content and ex.result == "The answer."
+
+
+async def test_the_conclusion_stage_of_an_unstructured_step_offers_no_tool():
+    big = "x" * 4000
+    provider = ScriptedProvider(
+        [Completion(content=big, tool_calls=(call("echo", {"text": big}),)), "Best effort."]
+    )
+    step = Step(id="u", instructions="Say it.")
+    ex = executor(
+        provider, ProcessingContext(), step=step, tools=[EchoTool()], max_token_limit=2000
+    )
+    await drain(ex)
+    assert provider.calls[1].tool_names == []
+    assert provider.calls[1].messages[-1].content == CONCLUSION_NOTE_UNSTRUCTURED
+    assert ex.result == "Best effort." and step.completed
 
 
 async def test_upstream_hint_names_keys_without_values():
@@ -405,3 +459,31 @@ def test_bad_limits(kwargs, field):
 
 def test_tool_input_error_is_what_the_model_sees():
     assert issubclass(ToolInputError, Exception)
+
+
+@pytest.mark.parametrize(
+    ("reply", "completed"),
+    [
+        (Completion(tool_calls=(call("finish_step", {"result": {"findings": []}}),)), True),
+        (Completion(content="I am still working on it."), False),  # iterations run out
+    ],
+    ids=["finished", "gave-up"],
+)
+@pytest.mark.parametrize("completed_before", [False, True])
+async def test_the_executor_keeps_step_completed(
+    reply: Completion, completed: bool, completed_before: bool
+):
+    """Spec 003: ``Step.completed``, false while the step runs (whatever it said before)
+    and true only once the step has finished with a result."""
+    step = Step(id="s1", instructions="Research.", output_schema=SCHEMA, completed=completed_before)
+    while_running: list[bool] = []
+
+    def respond(messages: Any) -> Completion:
+        while_running.append(step.completed)
+        return reply
+
+    ex = executor(ScriptedProvider(responder=respond), ProcessingContext(), step=step)
+    messages = await drain(ex)
+    assert while_running and not any(while_running)
+    assert step.completed is completed
+    assert (messages[-1].error is None) is completed

@@ -129,6 +129,33 @@ async def test_a_failed_step_skips_its_dependents_and_independent_ones_finish():
     # "free" is the last step, so it is the finish step: the task still completes.
     assert executor.error is None and executor.result == {"ok": 1}
     assert results["free"].is_task_result and context.memory.get_value("task:t") == {"ok": 1}
+    # spec 003's Step.completed is the record of what finished
+    assert [step.completed for step in task.steps] == [False, False, False, True]
+    assert executor.completed == {"free": {"ok": 1}}
+
+
+async def test_steps_already_completed_are_not_run_again():
+    """A task executor runs the steps not yet completed: a step marked completed (its
+    result in memory) is not run, and its dependents start at once."""
+    context = ProcessingContext()
+    context.memory.set(key="step:a", kind="step_result", value={"a": 1}, title="A: gather")
+    task = Task(
+        id="t",
+        title="T",
+        steps=(
+            Step(id="a", instructions="A: gather", output_schema=OBJ, completed=True),
+            Step(id="b", instructions="B: combine", depends_on=("a",), output_schema=OBJ),
+        ),
+    )
+    provider = by_instructions({"B:": turns(finish({"b": 2}))})
+    executor = run(task, provider, context)
+    results = step_results(await drain(executor))
+    assert set(results) == {"b"} and len(provider.calls) == 1
+    assert "- step:a — A: gather" in provider.calls[0].messages[1].content
+    assert executor.completed == {"a": {"a": 1}, "b": {"b": 2}} and executor.result == {"b": 2}
+    again = run(task, provider, context)
+    assert await drain(again) == [] and len(provider.calls) == 1  # all done: nothing to run
+    assert again.result == {"b": 2} and again.error is None
 
 
 async def test_a_provider_error_fails_the_step_not_the_run():
@@ -163,9 +190,11 @@ async def test_our_own_bugs_propagate():
         await drain(run(task, by_instructions({"S:": boom}), ProcessingContext()))
 
 
-def fan_out_task(*, finish_on_process: bool = False) -> Task:
+def fan_out_task(*, finish_on_process: bool = False, find_schema: Any = None) -> Task:
     steps = [
-        Step(id="find", instructions="FIND: list files", mode="discover"),
+        Step(
+            id="find", instructions="FIND: list files", mode="discover", output_schema=find_schema
+        ),
         Step(
             id="each",
             instructions="Analyze the files.",
@@ -215,6 +244,15 @@ async def test_process_step_fans_out_over_discovered_items_with_a_bound():
     assert "- step:each" in sum_call.messages[1].content
     assert context.memory.get_value("task:files") == "3 files"
     assert executor.result == "3 files"
+    assert [step.completed for step in executor.task.steps] == [True, True, True]
+
+
+async def test_a_process_step_whose_items_all_fail_is_not_completed():
+    provider = by_instructions({"FIND:": turns(finish(["a", "b"])), "EACH:": turns("")})
+    task = fan_out_task()
+    results = step_results(await drain(run(task, provider, ProcessingContext())))
+    assert results["each"].error == "every item of process step 'each' failed"
+    assert [step.completed for step in task.steps] == [True, False, False]
 
 
 async def test_process_as_finish_step_writes_the_task_result():
@@ -231,9 +269,11 @@ async def test_process_as_finish_step_writes_the_task_result():
     [("just text", "not a list of items"), ({"a": [1], "b": [2]}, "exactly one array field")],
 )
 async def test_a_discover_result_that_is_not_a_list_fails_the_process_step(found, message):
+    """The discover step's own schema lets anything through, so the fan-out's check is
+    what refuses the result."""
     provider = by_instructions({"FIND:": turns(finish(found))})
     context = ProcessingContext()
-    results = step_results(await drain(run(fan_out_task(), provider, context)))
+    results = step_results(await drain(run(fan_out_task(find_schema={}), provider, context)))
     assert message in (results["each"].error or "")
     assert results["sum"].error == "skipped: step 'each' did not complete"
 

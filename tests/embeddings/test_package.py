@@ -13,6 +13,7 @@ def test_all_lists_exactly_the_public_names():
         "cores",
         "export",
         "folder",
+        "gemini",
         "hashing",
         "local",
         "ollama",

@@ -4,6 +4,7 @@ import pytest
 
 from memstack.embeddings import (
     EmbeddingSettings,
+    GeminiEmbedder,
     HashEmbedder,
     LocalEmbedder,
     OllamaEmbedder,
@@ -15,6 +16,7 @@ from memstack.errors import ConfigError
 KEY = {"OPENAI_API_KEY": "sk-test"}
 OLLAMA = {"OLLAMA_API_URL": "http://gpu-box:11434"}
 BOTH = {**KEY, **OLLAMA}
+GEMINI = {"GEMINI_API_KEY": "AIza-test"}
 
 
 def model(name: str) -> dict[str, str]:
@@ -68,6 +70,28 @@ def provider(name: str) -> dict[str, str]:
         # a model whose name implies nothing: the configured provider serves it
         ({**BOTH, **model("e5-large")}, OpenAIEmbedder, "openai:e5-large"),
         ({**OLLAMA, **model("e5-large")}, OllamaEmbedder, "ollama:e5-large"),
+        # Gemini (spec 001: GEMINI_API_KEY), after OpenAI and before Ollama
+        (GEMINI, GeminiEmbedder, "gemini:gemini-embedding-001"),
+        ({**GEMINI, **OLLAMA}, GeminiEmbedder, "gemini:gemini-embedding-001"),
+        ({**KEY, **GEMINI}, OpenAIEmbedder, "openai:text-embedding-3-small"),
+        ({**KEY, **GEMINI, **provider("gemini")}, GeminiEmbedder, "gemini:gemini-embedding-001"),
+        (
+            {**GEMINI, **provider("gemini"), **model("text-embedding-004")},
+            GeminiEmbedder,
+            "gemini:text-embedding-004",
+        ),
+        (
+            {**BOTH, **GEMINI, **model("text-embedding-004")},
+            GeminiEmbedder,
+            "gemini:text-embedding-004",
+        ),
+        (
+            {**GEMINI, **model("gemini-embedding-001")},
+            GeminiEmbedder,
+            "gemini:gemini-embedding-001",
+        ),
+        ({**GEMINI, **model("gemini:my-embedder")}, GeminiEmbedder, "gemini:my-embedder"),
+        ({**GEMINI, **OLLAMA, **model("e5-large")}, GeminiEmbedder, "gemini:e5-large"),
         # blank values count as unset
         ({"OPENAI_API_KEY": " ", **model("")}, LocalEmbedder, "local:all-MiniLM-L6-v2"),
     ],
@@ -81,8 +105,10 @@ def test_resolution_table(env, kind, model_id):
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        (provider("pinecone"), "one of local, openai, ollama, hash"),
+        (provider("pinecone"), "one of local, openai, gemini, ollama, hash"),
         (provider("openai"), "needs OPENAI_API_KEY"),
+        ({**KEY, **provider("gemini")}, "needs GEMINI_API_KEY"),
+        (model("gemini-embedding-001"), "needs GEMINI_API_KEY"),
         ({**provider("local"), **model("text-embedding-3-small")}, "runs all-MiniLM-L6-v2 only"),
         ({**provider("hash"), **model("big")}, "takes a dimension"),
         (model("e5-large"), "cannot tell which provider"),
@@ -103,6 +129,10 @@ def test_urls_and_keys_reach_the_embedders():
     ollama = resolve_embedder(EmbeddingSettings.from_env({**env, **provider("ollama")}))
     assert isinstance(ollama, OllamaEmbedder)
     assert ollama.base_url == "http://gpu-box:11434"
+    gemini = resolve_embedder(EmbeddingSettings.from_env({**GEMINI, **provider("gemini")}))
+    assert isinstance(gemini, GeminiEmbedder)
+    assert gemini._api_key == "AIza-test"
+    assert gemini.base_url == "https://generativelanguage.googleapis.com/v1beta"
 
 
 def test_a_base_url_alone_lets_openai_run_without_a_key():
@@ -120,11 +150,17 @@ def test_from_env_reads_every_variable():
             "OPENAI_API_KEY": "k",
             "OPENAI_BASE_URL": "u",
             "OLLAMA_API_URL": "o",
+            "GEMINI_API_KEY": "g",
             "UNRELATED": "x",
         }
     )
     assert settings == EmbeddingSettings(
-        model="m", provider="openai", openai_api_key="k", openai_base_url="u", ollama_url="o"
+        model="m",
+        provider="openai",
+        openai_api_key="k",
+        openai_base_url="u",
+        gemini_api_key="g",
+        ollama_url="o",
     )
 
 

@@ -1,6 +1,7 @@
 """Fan-out: a ``process`` step runs one sub-step per item
 its ``discover`` step listed, concurrently with a bound, and its result is the list of
-per-item results, written under ``step:<process id>``."""
+per-item results, written under ``step:<process id>``. The process step is completed
+once the results are gathered, unless every item failed."""
 
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ async def run_process_step(
     max_items: int = DEFAULT_MAX_ITEMS,
     concurrency: int = DEFAULT_FAN_OUT_CONCURRENCY,
 ) -> AsyncIterator[ProcessingMessage]:
+    step.completed = False
     discover_id = next(d for d in step.depends_on if task.step(d).mode == "discover")
     items = discovered_items(context.memory.get_value(memory_keys.step(discover_id)), discover_id)
     if len(items) > max_items:
@@ -133,4 +135,5 @@ def _aggregate(
         )
     failed = values and all(isinstance(v, dict) and "error" in v for v in values)
     error = f"every item of process step {step.id!r} failed" if failed else None
+    step.completed = error is None
     return StepResult(step_id=step.id, result=values, is_task_result=finish, error=error)

@@ -8,7 +8,7 @@ errors name the ids at fault, and the planner feeds them back to the model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Literal, get_args
 
 from jsonschema import exceptions as js_exceptions
@@ -65,14 +65,18 @@ def _check_sink(kind: str, last: str, deps: dict[str, tuple[str, ...]], owner: s
         )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, unsafe_hash=True)
 class Step:
+    """One step of a task. Its definition is fixed once built; only ``completed`` changes,
+    and the hash leaves ``completed`` out, so hashing a step stays stable while it runs."""
+
     id: str
     instructions: str
     depends_on: tuple[str, ...] = ()
     """Ids of steps of the same task that must finish first (a DAG)."""
     tools: tuple[str, ...] | None = None
-    """Restrict the step to these tool names (memory tools and finish_step always stay)."""
+    """Restrict the step to these tool names (the memory tools always stay, and
+    ``finish_step`` on a step with an output schema)."""
     output_schema: JSONObject | None = None
     """JSON Schema the step's result must satisfy."""
     mode: StepMode | None = None
@@ -80,6 +84,22 @@ class Step:
     discover step it depends on, ``aggregate`` combines the per-item results."""
     per_item_instructions: str | None = None
     """For ``process`` steps: the sub-step instructions; ``{item}`` is replaced by the item."""
+    completed: bool = field(default=False, compare=False)
+    """Whether the step finished with a result: the executor running it sets it false when
+    the step starts and true when it finishes (``finish_step``, a plain answer of an
+    unstructured step, or a process step's per-item results gathered). The one record of a
+    step's completion: a task executor runs only the steps not completed, so a task whose
+    steps are all completed has nothing left to run."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """Frozen like the other domain values, except for ``completed``."""
+        if name in self.__dict__ and name != "completed":
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        if name == "completed" and not isinstance(value, bool):
+            raise InvalidInput(
+                f"step {self.id!r}: completed must be true or false.", field="completed"
+            )
+        super().__setattr__(name, value)
 
     def __post_init__(self) -> None:
         _require_id(self.id, "step")

@@ -37,8 +37,9 @@ more tasks, each a small DAG of steps. You do not execute anything yourself.
 - `id`: a short snake_case id; `instructions`: what the step must do.
 - `depends_on`: ids of steps of the same task whose results this step needs.
 - `tools`: optional; restricts the step to these tool names (from the list below).
-  Omit it to give the step every tool. `memory_list`, `memory_read`, `memory_write` and
-  `finish_step` are always available to every step; do not list them.
+  Omit it to give the step every tool. `memory_list`, `memory_read` and `memory_write`
+  are always available to every step, and `finish_step` to every step with an
+  `output_schema`; do not list them.
 - `output_schema`: optional JSON Schema object for the step's result; give one when a
   later step or the caller relies on the result's shape.
 - The last step of a task is its final step: its result is the task's result, so it

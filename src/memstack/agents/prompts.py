@@ -10,6 +10,7 @@ from memstack.working import MEMORY_TOOLS_PROMPT
 
 __all__ = [
     "CONCLUSION_NOTE",
+    "CONCLUSION_NOTE_UNSTRUCTURED",
     "DEFAULT_EXECUTION_SYSTEM_PROMPT",
     "DEFAULT_FINISH_TASK_SYSTEM_PROMPT",
     "DEFAULT_UNSTRUCTURED_SYSTEM_PROMPT",
@@ -56,12 +57,16 @@ You are executing one step of a task. Follow the step's instructions precisely.
 {MEMORY_TOOLS_PROMPT}
 
 # Completion
-- When done, either reply with your final answer as plain text (no tool calls), or call
-  `finish_step` with `{{"result": <your result>}}`."""
+- When done, reply with your final answer as plain text, without a tool call: that
+  answer is the step's result."""
 
 CONCLUSION_NOTE: Final = (
     "You are close to the token budget of this step. Only `finish_step` is available now: "
     "call it with your best result."
+)
+CONCLUSION_NOTE_UNSTRUCTURED: Final = (
+    "You are close to the token budget of this step. No tools are available now: reply "
+    "with your best result as plain text."
 )
 
 

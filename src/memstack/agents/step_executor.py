@@ -1,8 +1,11 @@
 """StepExecutor: the tool-calling loop that runs one step.
 
 Build messages, stream the model, run the turn's tool calls concurrently, append the
-results, repeat until ``finish_step`` (or a plain answer on an unstructured step) or
-``max_iterations``. Working memory is wired in: the memory tools are
+results, repeat until ``finish_step`` (a step with an output schema) or a plain answer
+(a step without one), or ``max_iterations``. ``finish_step`` is attached only to a step
+with an output schema: it exists to validate a result against one.
+The executor keeps ``step.completed``: false while the step runs, true once it finishes.
+Working memory is wired in: the memory tools are
 attached automatically, the memory-tools section is in every default prompt, a caller's
 system prompt is a preamble (never a replacement), the user message names the declared
 upstream keys without their values, ``step:<id>`` is always written, ``task:<id>`` on
@@ -16,7 +19,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Final
 
-from memstack._json import JSON, dumps
+from memstack._json import JSON, JSONObject, dumps
 from memstack.agents._text import clip, one_line
 from memstack.agents.finish_step import FINISH_STEP, FinishStepTool
 from memstack.agents.messages import (
@@ -27,7 +30,11 @@ from memstack.agents.messages import (
     ToolResult,
 )
 from memstack.agents.plan import Step, Task
-from memstack.agents.prompts import CONCLUSION_NOTE, build_system_prompt
+from memstack.agents.prompts import (
+    CONCLUSION_NOTE,
+    CONCLUSION_NOTE_UNSTRUCTURED,
+    build_system_prompt,
+)
 from memstack.context import ProcessingContext
 from memstack.errors import InvalidInput, ToolInputError
 from memstack.providers.base import (
@@ -48,6 +55,22 @@ DEFAULT_MAX_TOKEN_LIMIT: Final = 128_000
 CONCLUSION_AT: Final = 0.9
 _KEEP_RECENT: Final = 6
 _SUMMARY_CHARS: Final = 300
+
+
+_DISCOVER_SCHEMA: Final[JSONObject] = {
+    "type": ["array", "object"],
+    "description": "The items the process step fans out over: an array of them, or an "
+    "object with exactly one array field holding them.",
+}
+
+
+def _result_schema(step: Step) -> JSONObject | None:
+    """The schema a step's result is checked against, and so whether it gets
+    ``finish_step``: its ``output_schema``; a discover step without one still has to hand
+    back a list of items, so it gets a schema that asks for one."""
+    if step.output_schema is None and step.mode == "discover":
+        return dict(_DISCOVER_SCHEMA)
+    return step.output_schema
 
 
 def estimate_tokens(messages: Sequence[Message]) -> int:
@@ -87,11 +110,13 @@ class StepExecutor:
         self.max_token_limit = max_token_limit
         self.use_finish_task = use_finish_task
         self.upstream_memory_keys = tuple(upstream_memory_keys)
-        self.finish_tool = FinishStepTool(step.output_schema)
+        schema = _result_schema(step)
+        self.finish_tool = FinishStepTool(schema) if schema is not None else None
+        """``finish_step``, only on a step with an output schema."""
         self.tools = _attach(tools, step, self.finish_tool)
         self.system_prompt = build_system_prompt(
             caller_prompt=system_prompt,
-            output_schema=step.output_schema,
+            output_schema=schema,
             finish_task=use_finish_task,
             skills_section=skills_section,
         )
@@ -110,13 +135,13 @@ class StepExecutor:
         )
 
     async def execute(self) -> AsyncIterator[ProcessingMessage]:
+        self.step.completed = False
         self.history = [
             Message(role="system", content=self.system_prompt),
             Message(role="user", content=self.user_message()),
         ]
         for _ in range(self.max_iterations):
-            concluding = self._concluding()
-            tools = [self.finish_tool] if concluding else self.tools
+            tools = self._offered()
             text: list[str] = []
             calls: list[ToolCall] = []
             async for event in self.provider.stream(
@@ -137,10 +162,10 @@ class StepExecutor:
             content = "".join(text)
             self.history.append(Message(role="assistant", content=content, tool_calls=tuple(calls)))
             if not calls:
-                if self.step.output_schema is None and content.strip():
+                if self.finish_tool is None and content.strip():
                     yield self._finish(content)
                     return
-                self.history.append(Message(role="user", content=_NUDGE))
+                self.history.append(Message(role="user", content=self._nudge()))
                 continue
             finished = False
             async for message in self._run_tools(calls, tools):
@@ -180,7 +205,8 @@ class StepExecutor:
             yield ToolResult(
                 step_id=self.step.id, call_id=call.id, name=call.name, result=payload, error=error
             )
-            if call.name == FINISH_STEP and error is None and not finished:
+            ends = self.finish_tool is not None and call.name == FINISH_STEP
+            if ends and error is None and not finished:
                 finish, finished = result, True
         if finished:
             yield self._finish(finish)
@@ -223,6 +249,7 @@ class StepExecutor:
                 description=self.task.description,
             )
         self.result = result
+        self.step.completed = True
         return StepResult(step_id=self.step.id, result=result, is_task_result=self.use_finish_task)
 
     def _give_up(self) -> StepResult:
@@ -240,10 +267,23 @@ class StepExecutor:
 
     # -- token management -----------------------------------------------------------------
 
+    def _offered(self) -> list[Tool]:
+        """The tools of this turn: all of them, or in the conclusion stage only
+        ``finish_step`` (none for a step without an output schema, which then ends with
+        its plain answer)."""
+        if not self._concluding():
+            return self.tools
+        return [self.finish_tool] if self.finish_tool is not None else []
+
+    def _nudge(self) -> str:
+        """What the model is told after a turn that neither called a tool nor finished."""
+        return _NUDGE if self.finish_tool is not None else _NUDGE_UNSTRUCTURED
+
     def _concluding(self) -> bool:
         """Summarize older messages when the history outgrows the budget; at 90% of it,
-        enter the conclusion stage, where only ``finish_step`` is offered. A summary that
-        brings the history under 90% again does not end the stage."""
+        enter the conclusion stage, where only ``finish_step`` is offered (no tool at all
+        on a step without an output schema). A summary that brings the history under 90%
+        again does not end the stage."""
         if estimate_tokens(self.history) >= self.max_token_limit * CONCLUSION_AT:
             self._summarize_older()
         if self.concluding:
@@ -251,7 +291,8 @@ class StepExecutor:
         if estimate_tokens(self.history) < self.max_token_limit * CONCLUSION_AT:
             return False
         self.concluding = True
-        self.history.append(Message(role="user", content=CONCLUSION_NOTE))
+        note = CONCLUSION_NOTE if self.finish_tool is not None else CONCLUSION_NOTE_UNSTRUCTURED
+        self.history.append(Message(role="user", content=note))
         return True
 
     def _summarize_older(self) -> None:
@@ -284,18 +325,23 @@ _NUDGE: Final = (
     "Continue the step. When it is complete, call `finish_step` with the result; "
     "a plain-text answer does not finish a step that has an output schema."
 )
+_NUDGE_UNSTRUCTURED: Final = (
+    "Continue the step. When it is complete, reply with the result as plain text, "
+    "without a tool call."
+)
 
 
-def _attach(tools: Sequence[Tool], step: Step, finish: FinishStepTool) -> list[Tool]:
+def _attach(tools: Sequence[Tool], step: Step, finish: FinishStepTool | None) -> list[Tool]:
     """The step's tools: the caller's (restricted to ``step.tools`` when set), then the
-    memory tools, then ``finish_step``. The first tool of a name wins, so a caller's tool
-    is never replaced by an auto-attached one."""
+    memory tools, then ``finish_step`` when the step has an output schema. The first tool
+    of a name wins, so a caller's tool is never replaced by an auto-attached one."""
     allowed = set(step.tools) if step.tools is not None else None
     chosen: dict[str, Tool] = {}
     for tool in tools:
         if allowed is None or tool.name in allowed:
             chosen.setdefault(tool.name, tool)
-    for tool in [*memory_tools(source=step.id), finish]:
+    auto: list[Tool] = [*memory_tools(source=step.id), *([finish] if finish else [])]
+    for tool in auto:
         chosen.setdefault(tool.name, tool)
     return list(chosen.values())
 

@@ -6,6 +6,9 @@ step, or ``final_step_id``) writes ``task:<id>``; ``upstream_memory_keys`` go to
 as hints; a ``process`` step fans out over its discover step's items. A step that fails is
 reported in the stream and in memory (``step:<id>`` holds ``{"error": ...}``), the steps
 that depend on it are skipped the same way, and independent branches still finish.
+Which steps are done is read from each ``Step.completed`` (set by the step's executor),
+never kept here: a step already completed when the run starts is not run again, and its
+result is the one in memory.
 """
 
 from __future__ import annotations
@@ -56,7 +59,6 @@ class TaskExecutor:
         self.reasoning_final = reasoning_final
         self.max_fan_out = max_fan_out
         self.fan_out_concurrency = fan_out_concurrency
-        self.completed: dict[str, JSON] = {}
         self.failed: dict[str, str] = {}
         """Step id to why it did not complete (failed, or skipped for a failed dependency)."""
 
@@ -64,9 +66,20 @@ class TaskExecutor:
         return step.id == self.final_step_id
 
     @property
+    def completed(self) -> dict[str, JSON]:
+        """The completed steps' results by step id, read from the steps' ``completed``
+        flags and their ``step:<id>`` entries."""
+        memory = self.context.memory
+        return {
+            s.id: memory.get_value(memory_keys.step(s.id)) for s in self.task.steps if s.completed
+        }
+
+    @property
     def result(self) -> JSON:
         """The finish step's result, ``None`` until it completes."""
-        return self.completed.get(self.final_step_id)
+        if not self.task.step(self.final_step_id).completed:
+            return None
+        return self.context.memory.get_value(memory_keys.step(self.final_step_id))
 
     @property
     def error(self) -> str | None:
@@ -96,12 +109,13 @@ class TaskExecutor:
         self, pool: StreamPool[str, ProcessingMessage], started: set[str]
     ) -> Iterator[StepResult]:
         """Start every step whose dependencies completed; skip (and report) every step
-        that depends on one that did not."""
+        that depends on one that did not. A completed step is never started."""
+        done = {s.id for s in self.task.steps if s.completed}
         start, skip = next_moves(
             self._order,
             self._deps,
-            started=started,
-            completed=self.completed.keys(),
+            started=started | done,
+            completed=done,
             failed=self.failed.keys(),
         )
         for step_id, cause in skip:
@@ -122,14 +136,13 @@ class TaskExecutor:
                 raise item.error  # a bug of ours: propagate, never report it as a result
             step = self.task.step(item.key)
             yield self._fail(step, f"{type(item.error).__name__}: {item.error}")
-        elif item.key not in self.completed and item.key not in self.failed:
+        elif not self.task.step(item.key).completed and item.key not in self.failed:
             yield self._fail(self.task.step(item.key), "the step ended without a result")
         yield from self._start_ready(pool, started)
 
     def _record(self, message: StepResult) -> None:
-        if message.error is None:
-            self.completed[message.step_id] = message.result
-        else:
+        """A failure is noted here; a success is already on the step (``completed``)."""
+        if message.error is not None:
             self.failed[message.step_id] = message.error
 
     def _fail(self, step: Step, error: str) -> StepResult:

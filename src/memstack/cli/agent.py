@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 TOOL_GROUPS = {
     "workspace": ("workspace_read", "workspace_write", "workspace_list"),
     "calculator": ("calculator",),
+    "math": ("calculator", "statistics", "geometry", "trigonometry", "unit_conversion"),
+    "files": ("read_file", "write_file", "list_directory"),
 }
 
 
@@ -50,8 +52,9 @@ def agent() -> None:
 @click.option(
     "--tools",
     default="",
-    help="Comma-separated built-in tools: workspace (read/write/list), calculator, or single "
-    "tool names.",
+    help="Comma-separated built-in tools: workspace (read/write/list), calculator, math "
+    "(calculator, statistics, geometry, trigonometry, unit_conversion), files (read_file, "
+    "write_file, list_directory, in the workspace), or single tool names.",
 )
 @click.option(
     "--workspace",

@@ -2,7 +2,7 @@
 
 - ``Embedder``: the protocol (``embed_batch``, ``dim``, ``model_id``); ``embed`` embeds one text.
 - ``LocalEmbedder``: all-MiniLM-L6-v2 on this machine (onnxruntime, offline); the default.
-- ``OpenAIEmbedder``, ``OllamaEmbedder``: remote APIs over httpx.
+- ``OpenAIEmbedder``, ``GeminiEmbedder``, ``OllamaEmbedder``: remote APIs over httpx.
 - ``HashEmbedder``: a deterministic fake for tests.
 - ``BatchingEmbedder``, ``CachedEmbedder``: wrappers that merge concurrent calls into
   calls made by threads of their own, and cache vectors per text.
@@ -12,6 +12,7 @@
 from memstack.embeddings.base import Embedder, Vectors, embed, l2_normalize
 from memstack.embeddings.batching import BatchingEmbedder
 from memstack.embeddings.cache import CachedEmbedder
+from memstack.embeddings.gemini import DEFAULT_GEMINI_BASE_URL, DEFAULT_GEMINI_MODEL, GeminiEmbedder
 from memstack.embeddings.hashing import HashEmbedder
 from memstack.embeddings.local import DEFAULT_LOCAL_MODEL, LocalEmbedder
 from memstack.embeddings.ollama import DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL, OllamaEmbedder
@@ -19,6 +20,8 @@ from memstack.embeddings.openai import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_M
 from memstack.embeddings.settings import PROVIDERS, EmbeddingSettings, Provider, resolve_embedder
 
 __all__ = [
+    "DEFAULT_GEMINI_BASE_URL",
+    "DEFAULT_GEMINI_MODEL",
     "DEFAULT_LOCAL_MODEL",
     "DEFAULT_OLLAMA_MODEL",
     "DEFAULT_OLLAMA_URL",
@@ -29,6 +32,7 @@ __all__ = [
     "CachedEmbedder",
     "Embedder",
     "EmbeddingSettings",
+    "GeminiEmbedder",
     "HashEmbedder",
     "LocalEmbedder",
     "OllamaEmbedder",

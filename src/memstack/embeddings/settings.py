@@ -8,12 +8,15 @@ used instead of giving up):
 1. ``provider`` set (``MEMSTACK_MEMORY_EMBEDDING_PROVIDER``): that provider, with
    ``model`` or the provider's default model;
 2. ``model`` set alone (``MEMSTACK_MEMORY_EMBEDDING_MODEL``): the provider the name
-   implies (``openai:``/``ollama:``/``local:``/``hash:`` prefix, ``text-embedding-*``
-   -> openai, all-MiniLM-L6-v2 -> local, a known Ollama model or ``name:tag`` ->
-   ollama), else the configured provider (OpenAI key first, then Ollama URL);
+   implies (``openai:``/``gemini:``/``ollama:``/``local:``/``hash:`` prefix,
+   ``gemini-embedding-*``, ``text-embedding-004`` and ``embedding-001`` -> gemini,
+   other ``text-embedding-*`` -> openai, all-MiniLM-L6-v2 -> local, a known Ollama
+   model or ``name:tag`` -> ollama), else the configured provider (OpenAI key first,
+   then Gemini key, then Ollama URL);
 3. ``OPENAI_API_KEY`` set: openai, ``text-embedding-3-small``;
-4. ``OLLAMA_API_URL`` set: ollama, ``nomic-embed-text``;
-5. otherwise: local all-MiniLM-L6-v2.
+4. ``GEMINI_API_KEY`` set: gemini, ``gemini-embedding-001``;
+5. ``OLLAMA_API_URL`` set: ollama, ``nomic-embed-text``;
+6. otherwise: local all-MiniLM-L6-v2.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Final, Literal, TypeAlias, get_args
 
 from memstack._env import setting
 from memstack.embeddings.base import Embedder
+from memstack.embeddings.gemini import DEFAULT_GEMINI_MODEL, GeminiEmbedder
 from memstack.embeddings.hashing import HashEmbedder
 from memstack.embeddings.local import DEFAULT_LOCAL_MODEL, LocalEmbedder
 from memstack.embeddings.ollama import DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL, OllamaEmbedder
@@ -32,12 +36,13 @@ from memstack.errors import ConfigError
 
 __all__ = ["PROVIDERS", "EmbeddingSettings", "Provider", "resolve_embedder"]
 
-Provider: TypeAlias = Literal["local", "openai", "ollama", "hash"]
+Provider: TypeAlias = Literal["local", "openai", "gemini", "ollama", "hash"]
 PROVIDERS: Final[tuple[Provider, ...]] = get_args(Provider)
 
 _LOCAL_NAMES: Final = frozenset(
     {DEFAULT_LOCAL_MODEL.lower(), f"sentence-transformers/{DEFAULT_LOCAL_MODEL.lower()}"}
 )
+_GEMINI_NAMES: Final = frozenset({"text-embedding-004", "embedding-001"})
 _OLLAMA_NAMES: Final = frozenset(
     {"nomic-embed-text", "mxbai-embed-large", "all-minilm", "snowflake-arctic-embed", "bge-m3"}
 )
@@ -50,11 +55,13 @@ class EmbeddingSettings:
     model: str | None = None
     """``MEMSTACK_MEMORY_EMBEDDING_MODEL``: force a model, e.g. ``text-embedding-3-large``."""
     provider: str | None = None
-    """``MEMSTACK_MEMORY_EMBEDDING_PROVIDER``: one of local, openai, ollama, hash."""
+    """``MEMSTACK_MEMORY_EMBEDDING_PROVIDER``: one of local, openai, gemini, ollama, hash."""
     openai_api_key: str | None = None
     """``OPENAI_API_KEY``."""
     openai_base_url: str | None = None
     """``OPENAI_BASE_URL``: an OpenAI-compatible API, default https://api.openai.com/v1."""
+    gemini_api_key: str | None = None
+    """``GEMINI_API_KEY``: a Gemini API key (Google AI Studio)."""
     ollama_url: str | None = None
     """``OLLAMA_API_URL``: e.g. http://localhost:11434."""
     local_model: str | None = None
@@ -75,6 +82,7 @@ class EmbeddingSettings:
             provider=provider.lower() if provider else None,
             openai_api_key=read("OPENAI_API_KEY"),
             openai_base_url=read("OPENAI_BASE_URL"),
+            gemini_api_key=read("GEMINI_API_KEY"),
             ollama_url=read("OLLAMA_API_URL"),
             local_model=read("MEMSTACK_LOCAL_MODEL"),
         )
@@ -98,6 +106,13 @@ def resolve_embedder(settings: EmbeddingSettings) -> Embedder:
         return OllamaEmbedder(
             model=model or DEFAULT_OLLAMA_MODEL, base_url=settings.ollama_url or DEFAULT_OLLAMA_URL
         )
+    if provider == "gemini":
+        if settings.gemini_api_key is None:
+            raise ConfigError(
+                "the gemini embedding provider needs GEMINI_API_KEY; set it, or choose "
+                "another provider."
+            )
+        return GeminiEmbedder(api_key=settings.gemini_api_key, model=model or DEFAULT_GEMINI_MODEL)
     if settings.openai_api_key is None and settings.openai_base_url is None:
         raise ConfigError(
             "the openai embedding provider needs OPENAI_API_KEY (or OPENAI_BASE_URL for a "
@@ -125,6 +140,8 @@ def _choose(settings: EmbeddingSettings) -> tuple[Provider, str | None]:
         return _infer(model, settings), model
     if settings.openai_api_key is not None:
         return "openai", DEFAULT_OPENAI_MODEL
+    if settings.gemini_api_key is not None:
+        return "gemini", DEFAULT_GEMINI_MODEL
     if settings.ollama_url is not None:
         return "ollama", DEFAULT_OLLAMA_MODEL
     return "local", None
@@ -158,12 +175,18 @@ def _infer(model: str, settings: EmbeddingSettings) -> Provider:
     name = model.lower()
     if name in _LOCAL_NAMES:
         return "local"
+    if name.removeprefix("models/") in _GEMINI_NAMES or name.startswith(
+        ("gemini-embedding", "models/")
+    ):
+        return "gemini"
     if name.startswith("text-embedding-"):
         return "openai"
     if name.split(":", 1)[0] in _OLLAMA_NAMES or ":" in name:
         return "ollama"
     if settings.openai_api_key is not None:
         return "openai"
+    if settings.gemini_api_key is not None:
+        return "gemini"
     if settings.ollama_url is not None:
         return "ollama"
     raise ConfigError(
@@ -176,7 +199,8 @@ def _local(model: str | None) -> LocalEmbedder:
     if model is not None and model.lower() not in _LOCAL_NAMES:
         raise ConfigError(
             f"the local embedding provider runs {DEFAULT_LOCAL_MODEL} only, not {model!r}; "
-            "unset MEMSTACK_MEMORY_EMBEDDING_MODEL or choose the openai or ollama provider."
+            "unset MEMSTACK_MEMORY_EMBEDDING_MODEL or choose the openai, gemini or ollama "
+            "provider."
         )
     return LocalEmbedder()
 

@@ -17,7 +17,9 @@ def use(name: str, args: dict[str, Any]) -> Completion:
 
 
 def finish(status: str) -> Completion:
-    return use("finish_step", {"result": status})
+    """A member's turn ends with a plain-text status: its steps have no output schema,
+    so they are not offered ``finish_step``."""
+    return Completion(content=status)
 
 
 def last_tool(messages: Sequence[Message]) -> str | None:

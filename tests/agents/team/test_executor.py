@@ -379,7 +379,6 @@ async def test_with_no_tasks_the_lead_plans_the_board_first():
         "memory_list",
         "memory_read",
         "memory_write",
-        "finish_step",
     ]
     assert "## Shared Memory (progressive disclosure)" in planning.messages[0].content
     assert messages[0].step_id == "researcher_plan"

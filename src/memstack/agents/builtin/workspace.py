@@ -1,12 +1,8 @@
 """workspace_read, workspace_write, workspace_list: file tools confined to the run's workspace.
 
-Every path the model gives is relative to ``context.workspace``. A path is refused
-(``ToolInputError``, so the model can correct it) when it is absolute, names a drive
-or UNC share, contains ``..`` or a NUL byte, or resolves, through a symbolic link,
-to a place outside the resolved workspace root. Text is UTF-8; binary files are
-reported, not dumped. Writes are atomic: the content goes to a temporary file next
-to the target, which then replaces the target (``os.replace``), so a failed write
-never leaves a half-written file.
+Every path the model gives is relative to ``context.workspace`` and checked, and every
+write made atomic, by ``_confined`` (the rules the file tools share). Text is UTF-8;
+binary files are reported, not dumped.
 
 A context without a workspace (or whose workspace is not a directory) is a wiring
 mistake the model cannot fix: the tools raise ``ConfigError``, which the step
@@ -20,15 +16,21 @@ import asyncio
 import codecs
 import fnmatch
 import os
-import secrets
 import stat
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Final, cast
 
 from memstack._json import JSON, JSONObject
-from memstack.errors import ConfigError, ToolInputError
+from memstack.agents.builtin._confined import (
+    MAX_PATH_CHARS,
+    Located,
+    locate,
+    tool_error,
+    walk,
+    workspace_root,
+    write_confined,
+)
 from memstack.tools import Tool
 
 if TYPE_CHECKING:
@@ -51,67 +53,6 @@ MAX_LIST_ENTRIES: Final = 500
 """Most entries one ``workspace_list`` call returns."""
 MAX_LIST_SCANNED: Final = 20_000
 """Most directory entries one ``workspace_list`` call looks at, matched or not."""
-MAX_PATH_CHARS: Final = 1024
-
-_PATH_HINT: Final = 'Use a relative path inside the workspace, e.g. "notes/summary.md".'
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Located:
-    """A path the model gave: as shown back to it, and where it really is."""
-
-    shown: str
-    real: Path
-
-
-def _error(tool: str, message: str, field: str = "path") -> ToolInputError:
-    return ToolInputError(f"Invalid arguments for `{tool}`: {message}", tool=tool, fields=(field,))
-
-
-def _root(context: ProcessingContext, tool: str) -> Path:
-    if context.workspace is None:
-        raise ConfigError(
-            f"`{tool}` needs a workspace, and this run has none: "
-            "pass ProcessingContext(workspace=Path(...))."
-        )
-    root = context.workspace.resolve()
-    if not root.is_dir():
-        raise ConfigError(
-            f"`{tool}`: the workspace {str(root)!r} is not an existing directory; create it first."
-        )
-    return root
-
-
-def _relative(path: str, tool: str) -> PurePosixPath:
-    """``path`` as a clean relative path, or a ``ToolInputError`` saying why not."""
-    if "\x00" in path:
-        raise _error(tool, f"`path` contains a NUL byte. {_PATH_HINT}")
-    if len(path) > MAX_PATH_CHARS:
-        raise _error(tool, f"`path` is longer than {MAX_PATH_CHARS} characters. {_PATH_HINT}")
-    text = path.replace("\\", "/")
-    if text.startswith("/") or PureWindowsPath(path).drive:
-        raise _error(tool, f"`path` {path!r} is absolute; {_PATH_HINT}")
-    parts = [part for part in text.split("/") if part not in ("", ".")]
-    if ".." in parts:
-        raise _error(tool, f"`path` {path!r} contains '..'; {_PATH_HINT}")
-    return PurePosixPath(*parts)
-
-
-def _locate(root: Path, path: str, tool: str) -> _Located:
-    relative = _relative(path, tool)
-    try:
-        real = (root / relative).resolve()
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
-        why = exc.strerror if isinstance(exc, OSError) else None
-        raise _error(
-            tool, f"`path` {path!r} cannot be resolved ({why or 'a symbolic link loop'})."
-        ) from None
-    if not real.is_relative_to(root):
-        raise _error(
-            tool,
-            f"`path` {path!r} leads outside the workspace through a symbolic link. {_PATH_HINT}",
-        )
-    return _Located(shown=relative.as_posix(), real=real)
 
 
 def _int(params: Mapping[str, JSON], key: str, default: int) -> int:
@@ -156,13 +97,13 @@ class WorkspaceReadTool(Tool):
     }
 
     async def process(self, context: ProcessingContext, params: Mapping[str, JSON]) -> JSON:
-        root = _root(context, self.name)
-        target = _locate(root, cast(str, params["path"]), self.name)
+        root = workspace_root(context, self.name)
+        target = locate(root, cast(str, params["path"]), self.name)
         offset = _int(params, "offset", 0)
         limit = _int(params, "max_bytes", MAX_READ_BYTES)
         return await asyncio.to_thread(self._read, target, offset, limit)
 
-    def _read(self, target: _Located, offset: int, limit: int) -> JSONObject:
+    def _read(self, target: Located, offset: int, limit: int) -> JSONObject:
         size = self._file_size(target)
         with target.real.open("rb") as file:
             file.seek(offset)
@@ -184,21 +125,21 @@ class WorkspaceReadTool(Tool):
             result["next_offset"] = start + used
         return result
 
-    def _file_size(self, target: _Located) -> int:
+    def _file_size(self, target: Located) -> int:
         try:
             info = target.real.stat()
         except FileNotFoundError:
-            raise _error(
+            raise tool_error(
                 self.name,
                 f"no file at `path` {target.shown!r}; call `workspace_list` to see what exists.",
             ) from None
         if stat.S_ISDIR(info.st_mode):
-            raise _error(
+            raise tool_error(
                 self.name,
                 f"`path` {target.shown!r} is a directory; list it with `workspace_list`.",
             )
         if not stat.S_ISREG(info.st_mode):
-            raise _error(self.name, f"`path` {target.shown!r} is not a regular file.")
+            raise tool_error(self.name, f"`path` {target.shown!r} is not a regular file.")
         return info.st_size
 
     def user_message(self, params: Mapping[str, JSON]) -> str:
@@ -261,85 +202,29 @@ class WorkspaceWriteTool(Tool):
     }
 
     async def process(self, context: ProcessingContext, params: Mapping[str, JSON]) -> JSON:
-        root = _root(context, self.name)
-        target = _locate(root, cast(str, params["path"]), self.name)
-        if target.real == root:
-            raise _error(self.name, f"`path` must name a file, not the workspace. {_PATH_HINT}")
+        root = workspace_root(context, self.name)
+        target = locate(root, cast(str, params["path"]), self.name)
         content = cast(str, params["content"]).encode("utf-8")
         append = params.get("append") is True
-        return await asyncio.to_thread(self._write, target, content, append)
-
-    def _write(self, target: _Located, content: bytes, append: bool) -> JSONObject:
-        existing = self._existing(target)
-        kept = existing.st_size if append and existing is not None else 0
-        if kept + len(content) > MAX_WRITE_BYTES:
-            raise _error(
-                self.name,
-                f"the file would be {kept + len(content)} bytes; the limit is "
-                f"{MAX_WRITE_BYTES}. Write less, or split the content across several files.",
-                field="content",
-            )
-        if kept:
-            content = target.real.read_bytes() + content
-        self._make_parents(target)
-        mode = stat.S_IMODE(existing.st_mode) if existing is not None else None
-        _replace_atomically(target.real, content, mode)
+        written = await asyncio.to_thread(
+            write_confined,
+            root,
+            target,
+            content,
+            append=append,
+            limit=MAX_WRITE_BYTES,
+            tool=self.name,
+        )
         return {
             "ok": True,
             "path": target.shown,
-            "bytes": len(content),
-            "created": existing is None,
+            "bytes": written.bytes,
+            "created": written.created,
         }
-
-    def _existing(self, target: _Located) -> os.stat_result | None:
-        try:
-            info = target.real.stat()
-        except FileNotFoundError:
-            return None
-        except NotADirectoryError:
-            raise self._not_a_directory(target) from None
-        if stat.S_ISDIR(info.st_mode):
-            raise _error(self.name, f"`path` {target.shown!r} is a directory; name a file in it.")
-        if not stat.S_ISREG(info.st_mode):
-            raise _error(self.name, f"`path` {target.shown!r} is not a regular file.")
-        return info
-
-    def _make_parents(self, target: _Located) -> None:
-        try:
-            target.real.parent.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            raise self._not_a_directory(target) from None
-
-    def _not_a_directory(self, target: _Located) -> ToolInputError:
-        return _error(
-            self.name,
-            f"a parent of `path` {target.shown!r} is a file, not a directory; choose another path.",
-        )
 
     def user_message(self, params: Mapping[str, JSON]) -> str:
         verb = "Appending to" if params.get("append") is True else "Writing"
         return f"{verb} {params.get('path', '(no path)')}"
-
-
-def _replace_atomically(path: Path, content: bytes, mode: int | None) -> None:
-    """Write ``content`` to a new file beside ``path``, then move it over ``path``.
-
-    A new file gets the usual permissions (0o666 less the umask); a replaced file
-    keeps its own.
-    """
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(content)
-            file.flush()
-            os.fsync(file.fileno())
-        if mode is not None:
-            os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
 
 
 # -- workspace_list -----------------------------------------------------------------
@@ -376,21 +261,21 @@ class WorkspaceListTool(Tool):
     }
 
     async def process(self, context: ProcessingContext, params: Mapping[str, JSON]) -> JSON:
-        root = _root(context, self.name)
+        root = workspace_root(context, self.name)
         path = params.get("path")
-        target = _locate(root, path if isinstance(path, str) else ".", self.name)
+        target = locate(root, path if isinstance(path, str) else ".", self.name)
         pattern = params.get("pattern")
         recursive = params.get("recursive") is True
         return await asyncio.to_thread(
             self._list, target, pattern if isinstance(pattern, str) else None, recursive
         )
 
-    def _list(self, target: _Located, pattern: str | None, recursive: bool) -> JSONObject:
+    def _list(self, target: Located, pattern: str | None, recursive: bool) -> JSONObject:
         self._check_directory(target)
         shown = PurePosixPath(target.shown)
         entries: list[JSON] = []
         truncated = False
-        for scanned, (relative, entry) in enumerate(_walk(target.real, shown, recursive)):
+        for scanned, (relative, entry) in enumerate(walk(target.real, shown, recursive)):
             if scanned >= MAX_LIST_SCANNED or len(entries) >= MAX_LIST_ENTRIES:
                 truncated = True
                 break
@@ -398,40 +283,20 @@ class WorkspaceListTool(Tool):
                 entries.append(_describe(relative, entry))
         return {"path": target.shown, "entries": entries, "truncated": truncated}
 
-    def _check_directory(self, target: _Located) -> None:
+    def _check_directory(self, target: Located) -> None:
         if not target.real.exists():
-            raise _error(
+            raise tool_error(
                 self.name,
                 f"no directory at `path` {target.shown!r}; list the workspace root to see "
                 "what exists.",
             )
         if not target.real.is_dir():
-            raise _error(
+            raise tool_error(
                 self.name, f"`path` {target.shown!r} is a file; read it with `workspace_read`."
             )
 
     def user_message(self, params: Mapping[str, JSON]) -> str:
         return f"Listing {params.get('path') or 'the workspace'}"
-
-
-def _walk(
-    directory: Path, shown: PurePosixPath, recursive: bool
-) -> Iterator[tuple[PurePosixPath, os.DirEntry[str]]]:
-    """Entries of ``directory`` sorted by name, depth first; symbolic links are not followed.
-
-    A subdirectory that cannot be read is listed but not entered.
-    """
-    with os.scandir(directory) as scan:
-        entries = sorted(scan, key=lambda entry: entry.name)
-    for entry in entries:
-        relative = shown / entry.name
-        yield relative, entry
-        if (
-            recursive
-            and entry.is_dir(follow_symlinks=False)
-            and os.access(entry.path, os.R_OK | os.X_OK)
-        ):
-            yield from _walk(Path(entry.path), relative, recursive)
 
 
 def _describe(relative: PurePosixPath, entry: os.DirEntry[str]) -> JSONObject:

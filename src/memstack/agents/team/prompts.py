@@ -81,9 +81,9 @@ def round_instructions(
         lines.append(f"You have {unread} unread message(s): call `read_messages`.")
     lines.append(
         "Claim one claimable task with `board_claim`, do it, and complete it with "
-        "`board_complete` (or `board_fail` with the reason). Then call `finish_step` "
-        "with a one-line status. If there is nothing for you to do, call `finish_step` "
-        "with a one-line status right away."
+        "`board_complete` (or `board_fail` with the reason). Then reply with a one-line "
+        "status as plain text, without a tool call. If there is nothing for you to do, "
+        "reply with that one-line status right away."
     )
     return "\n".join(lines)
 
@@ -97,7 +97,7 @@ def planning_instructions(*, objective: str, member: TeamMember, team: Sequence[
         "Break the objective into tasks on the board with `board_add_task`: short ids, "
         "clear titles, and `depends_on` for tasks that need another's result (add a task "
         "after those it depends on). Do not do the tasks now; teammates claim them next. "
-        "Then call `finish_step` with a one-line summary of the plan."
+        "Then reply with a one-line summary of the plan as plain text, without a tool call."
     )
 
 
