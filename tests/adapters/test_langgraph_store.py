@@ -7,16 +7,21 @@ character-count fake embeddings are replaced by memstack's HashEmbedder.
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 from memstack.adapters.langgraph import MemstackStore
 from memstack.clock import ManualClock
 from memstack.embeddings import HashEmbedder
 from memstack.errors import InvalidInput
-from memstack.storage import RecordStore
+from memstack.storage import Filter, Namespace, RecordStore
 
 LISTING = [
     ("a", "b", "c"),
@@ -312,7 +317,7 @@ def test_equal_scores_come_in_key_order_across_namespaces(semantic: MemstackStor
 
 
 def test_index_fields_choose_what_is_embedded(records: RecordStore, embedder: HashEmbedder) -> None:
-    # after test_embed_with_path: one vector per item, of its index fields' texts
+    # after test_embed_with_path: a vector per text of the item's index fields
     store = MemstackStore(records, embedder=embedder, fields=["key0", "key1"])
     store.put(("test",), "doc1", {"key0": "alpha", "key1": "beta", "key2": "gamma"})
     store.put(("test",), "doc2", {"key0": "delta", "key1": "epsilon", "key2": "alpha"})
@@ -409,3 +414,237 @@ def test_a_credential_is_refused_and_nothing_of_the_batch_is_stored(plain: Memst
     assert error.value.field == "value.notes.deploy"
     assert "never kept in the LangGraph store" in str(error.value)
     assert plain.get(("docs",), "fine") is None and plain.get(("docs",), "bad") is None
+
+
+# -- index= : LangGraph's IndexConfig, a vector per field text, any kind of embedder -------
+
+
+class LangChainWords(Embeddings):
+    """A LangChain ``Embeddings`` (what ``index={"embed": ...}`` most often gets)."""
+
+    def __init__(self, inner: HashEmbedder) -> None:
+        self.inner = inner
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_batch(texts).tolist()  # type: ignore[no-any-return]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def _sync_function(inner: HashEmbedder) -> Callable[[Sequence[str]], list[list[float]]]:
+    return lambda texts: inner.embed_batch(list(texts)).tolist()
+
+
+def _async_function(inner: HashEmbedder) -> Callable[[Sequence[str]], Any]:
+    async def embed(texts: Sequence[str]) -> list[list[float]]:
+        return inner.embed_batch(list(texts)).tolist()  # type: ignore[no-any-return]
+
+    return embed
+
+
+EMBEDDERS: dict[str, Callable[[HashEmbedder], object]] = {
+    "memstack Embedder": lambda inner: inner,
+    "LangChain Embeddings": LangChainWords,
+    "function": _sync_function,
+    "async function": _async_function,
+}
+DOC = {
+    "title": "green tea in the morning",
+    "items": [{"name": "black coffee at night"}, {"name": "cello lessons on friday"}],
+    "meta": {"note": "a walk by the river"},
+    "skipped": "quarterly tax return",
+}
+FIELDS = ["title", "items[*].name", "meta.note"]
+
+
+def _indexed(records: RecordStore, kind: str) -> MemstackStore:
+    embed = EMBEDDERS[kind](HashEmbedder(dim=64))
+    return MemstackStore(records, index={"dims": 64, "embed": embed, "fields": FIELDS})
+
+
+@pytest.mark.parametrize("kind", list(EMBEDDERS))
+def test_an_item_scores_the_best_of_its_field_vectors(records: RecordStore, kind: str) -> None:
+    store = _indexed(records, kind)
+    store.put(("docs",), "a", DOC)
+    store.put(("docs",), "b", {"title": "a recipe for bread"})
+    for text in ("green tea in the morning", "cello lessons on friday", "a walk by the river"):
+        hits = store.search(("docs",), query=text)
+        assert hits[0].key == "a" and hits[0].score == pytest.approx(1.0, abs=1e-5), text
+    unindexed = store.search(("docs",), query="quarterly tax return")
+    assert all(h.score is not None and h.score < 0.9 for h in unindexed)
+
+
+@pytest.mark.parametrize("kind", list(EMBEDDERS))
+async def test_the_async_api_embeds_with_every_kind_of_embedder(
+    records: RecordStore, kind: str
+) -> None:
+    store = _indexed(records, kind)
+    await store.aput(("docs",), "a", DOC)
+    hits = await store.asearch(("docs",), query="black coffee at night")
+    assert hits[0].key == "a" and hits[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_put_replaces_the_vectors_of_the_item_and_a_delete_removes_them(
+    records: RecordStore, embedder: HashEmbedder
+) -> None:
+    store = MemstackStore(records, index={"dims": 512, "embed": embedder, "fields": FIELDS})
+    vectors = Namespace("lgv", "default", "docs")
+    store.put(("docs",), "a", DOC)
+    assert records.count(vectors) == 4
+    store.put(("docs",), "a", {"title": "only a title now"})
+    assert records.count(vectors) == 1
+    [hit] = store.search(("docs",), query="cello lessons on friday")
+    assert hit.score is not None and hit.score < 0.9
+    store.put(("docs",), "a", {"title": "no vector"}, index=False)
+    assert records.count(vectors) == 0
+    assert [(h.key, h.score) for h in store.search(("docs",), query="x")] == [("a", None)]
+    store.put(("docs",), "a", DOC)
+    store.delete(("docs",), "a")
+    assert records.count(vectors) == 0
+
+
+def test_a_read_restarts_the_ttl_of_the_vectors_too(
+    records: RecordStore, embedder: HashEmbedder, clock: ManualClock
+) -> None:
+    store = MemstackStore(records, embedder=embedder, ttl={"default_ttl": 1})
+    store.put(("s",), "k", {"text": "green tea"})
+    clock.advance(45)
+    assert store.get(("s",), "k") is not None
+    clock.advance(45)  # past the first minute: only the restarted TTL keeps k
+    hits = store.search(("s",), query="green tea", refresh_ttl=False)
+    assert [(h.key, h.score is not None) for h in hits] == [("k", True)]
+
+
+def test_index_config_is_langgraphs(records: RecordStore, embedder: HashEmbedder) -> None:
+    config = {"dims": 512, "embed": embedder, "text_fields": ["title"]}  # SqliteStore's name
+    store = MemstackStore(records, index=config)
+    assert store.index_config == config and store.embeddings is embedder
+    store.put(("d",), "k", {"title": "green tea", "body": "unrelated words here"})
+    assert store.search(("d",), query="green tea")[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"index": {"dims": 512}}, "index.embed"),
+        ({"index": {"dims": 512, "embed": HashEmbedder()}, "embedder": HashEmbedder()}, "index"),
+        ({"index": {"embed": HashEmbedder(), "fields": "title"}, "fields": ["x"]}, "fields"),
+        ({"index": {"embed": HashEmbedder(), "dims": 0}}, "index.dims"),
+        ({"index": {"embed": 42}}, "index.embed"),
+    ],
+)
+def test_a_bad_index_config_names_the_setting(
+    records: RecordStore, options: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        MemstackStore(records, **options)
+    assert caught.value.field == field
+
+
+def test_vectors_of_another_size_than_dims_are_refused(records: RecordStore) -> None:
+    store = MemstackStore(records, index={"dims": 384, "embed": HashEmbedder(dim=64)})
+    with pytest.raises(InvalidInput, match="set dims to 64") as caught:
+        store.put(("d",), "k", {"text": "green tea"})
+    assert caught.value.field == "index.dims"
+    assert store.get(("d",), "k") is None
+
+
+# -- filters LangGraph's SQL stores answer ------------------------------------------------
+
+
+def test_a_nul_byte_in_a_filter_value_matches_nothing(
+    records: RecordStore, embedder: HashEmbedder
+) -> None:
+    store = MemstackStore(records, embedder=embedder)
+    store.put(("d",), "k", {"access": "public", "text": "green tea"})
+    assert store.search(("d",), filter={"access": "public\x00' OR '1'='1"}) == []
+    assert store.search(("d",), query="tea", filter={"access": "public\x00"}) == []
+    assert [h.key for h in store.search(("d",), filter={"access": "public"})] == ["k"]
+
+
+def test_a_dotted_filter_key_is_a_path(plain: MemstackStore) -> None:
+    plain.put(("d",), "nested", {"user": {"access-level": "nested"}})
+    plain.put(("d",), "literal", {"user.access-level": "nested"})
+    found = plain.search(("d",), filter={"user.access-level": "nested"})
+    assert sorted(h.key for h in found) == ["literal", "nested"]
+
+
+# -- TTL sweeping (SqliteStore / PostgresStore's API) ----------------------------------------
+
+
+def test_sweep_ttl_deletes_expired_items_and_their_vectors(
+    records: RecordStore, embedder: HashEmbedder, clock: ManualClock
+) -> None:
+    store = MemstackStore(records, embedder=embedder, ttl={"default_ttl": 1})
+    store.put(("s",), "old", {"text": "green tea"})
+    store.put(("s",), "kept", {"text": "black coffee"}, ttl=None)
+    clock.advance(61)
+    assert store.sweep_ttl() == 2  # the item and its one vector
+    expired = Filter(include_expired=True)
+    assert [r.id for r in records.list(Namespace("lg", "default", "s"), filter=expired)] == ["kept"]
+    assert records.count(Namespace("lgv", "default", "s"), filter=expired) == 1
+    assert store.sweep_ttl() == 0
+
+
+def test_the_sweeper_thread_sweeps_until_stopped(
+    sqlite_records: RecordStore, clock: ManualClock
+) -> None:
+    store = MemstackStore(sqlite_records, ttl={"default_ttl": 1, "sweep_interval_minutes": 1})
+    store.put(("s",), "old", {"v": 1})
+    clock.advance(61)
+    expired = Filter(include_expired=True)
+    assert sqlite_records.count(Namespace("lg", "default", "s"), filter=expired) == 1
+    future = store.start_ttl_sweeper(sweep_interval_minutes=0.001)
+    try:
+        deadline = time.monotonic() + 30
+        while sqlite_records.count(Namespace("lg", "default", "s"), filter=expired):
+            assert time.monotonic() < deadline, "the sweeper never swept"
+            time.sleep(0.02)
+    finally:
+        assert store.stop_ttl_sweeper(timeout=30)
+    assert future.result(timeout=30) is None
+    assert store.stop_ttl_sweeper() is True  # not running: nothing to stop
+
+
+def test_without_a_ttl_config_the_sweeper_has_nothing_to_do(plain: MemstackStore) -> None:
+    future = plain.start_ttl_sweeper()
+    assert future.done() and future.result() is None
+    assert plain.stop_ttl_sweeper(timeout=1) is True
+
+
+# -- sync calls on the event loop of a store opened for async code --------------------------
+
+
+async def test_a_store_opened_for_async_code_refuses_sync_calls_on_its_loop(
+    tmp_path: Path,
+) -> None:
+    store = await MemstackStore.afrom_url(f"sqlite:///{tmp_path / 'async.db'}")
+    try:
+        for call in (
+            lambda: store.put(("a",), "k", {"v": 1}),
+            lambda: store.get(("a",), "k"),
+            lambda: store.search(("a",)),
+            lambda: store.list_namespaces(),
+            lambda: store.batch([GetOp(("a",), "k")]),
+        ):
+            with pytest.raises(asyncio.InvalidStateError, match=r"await store\.aget"):
+                call()
+        await store.aput(("a",), "k", {"v": 1})
+        item = await asyncio.to_thread(store.get, ("a",), "k")  # another thread: allowed
+        assert item is not None and item.value == {"v": 1}
+    finally:
+        store.close()
+
+
+async def test_a_store_built_in_sync_code_takes_sync_calls_anywhere(plain: MemstackStore) -> None:
+    plain.put(("a",), "k", {"v": 1})
+    assert (await plain.aget(("a",), "k")).value == {"v": 1}  # type: ignore[union-attr]
+
+
+def test_the_embedder_keyword_takes_langchain_embeddings_too(records: RecordStore) -> None:
+    store = MemstackStore(records, embedder=LangChainWords(HashEmbedder(dim=64)), fields=FIELDS)
+    store.put(("docs",), "a", DOC)
+    hits = store.search(("docs",), query="a walk by the river")
+    assert hits[0].key == "a" and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert store.index_config is not None and store.index_config["fields"] == FIELDS

@@ -7,9 +7,12 @@ Responses API payloads parsed by the openai SDK's ``Response`` type.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -33,13 +36,18 @@ from memstack.embeddings import HashEmbedder
 from memstack.errors import ConfigError, InvalidInput
 from memstack.longterm import LongTermMemory, long_term_memory_tools
 from memstack.longterm.collection import Collection
-from memstack.storage import RecordStore
+from memstack.storage import Record, RecordStore, WriteResult
 
 OFFLINE = RunConfig(tracing_disabled=True)
 
 
 def user(text: str) -> TResponseInputItem:
     return {"role": "user", "content": text}
+
+
+def texts(items: list[TResponseInputItem]) -> list[str]:
+    """The text of each message item."""
+    return [cast(str, cast(dict[str, Any], i)["content"]) for i in items]
 
 
 def output_of(item: TResponseInputItem) -> Any:
@@ -131,6 +139,166 @@ def test_history_survives_the_process(tmp_path: Path) -> None:
     items = asyncio.run(session.get_items())
     session.close()
     assert items == [user("from process one"), user("from process two")]
+
+
+# -- as the SDK's own sessions behave (issue 34) --------------------------------------------
+
+
+def _in_threads(*calls: Any) -> list[Any]:
+    """Run each coroutine function in its own thread and event loop (as two processes
+    would); their results, in order."""
+    results: list[Any] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        results[i] = asyncio.run(calls[i]())
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 60  # a deadlock fails the test instead of hanging it
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    assert not [t for t in threads if t.is_alive()], "threads stuck: a deadlock"
+    return results
+
+
+def test_one_session_serves_threads_that_each_run_an_event_loop(records: RecordStore) -> None:
+    """An asyncio.Lock shared by several event loops deadlocked here: one thread's loop
+    waited on a future that another thread's release never woke."""
+    session = MemstackSession("threads", records)
+
+    async def turn(n: int) -> None:
+        await session.add_items([user(f"q{n}"), user(f"a{n}")])
+        await session.get_items(limit=2)
+        await session.add_items([user(f"q{n}b"), user(f"a{n}b")])
+
+    _in_threads(*[lambda n=n: turn(n) for n in range(6)])
+    contents = texts(asyncio.run(session.get_items()))
+    assert sorted(contents) == sorted(
+        f"{k}{n}{b}" for k in "qa" for n in range(6) for b in ("", "b")
+    )
+    # each add_items call's items stay together, in their order
+    assert all(contents[i + 1] == "a" + contents[i][1:] for i in range(0, len(contents), 2))
+
+
+class _BothRead(RecordStore):
+    """The store under test with a rendezvous: the first two listings (two writers'
+    reads) wait for each other, so both writers read before either writes: the race
+    that the database, not a lock in one process, has to settle."""
+
+    def __init__(self, store: RecordStore) -> None:
+        super().__init__(store.backend, clock=store.clock)
+        self._meet = threading.Barrier(2, timeout=30)
+        self._arrived = 0
+        self._guard = threading.Lock()
+
+    def list(self, *args: Any, **kwargs: Any) -> builtins.list[Record]:
+        rows = super().list(*args, **kwargs)
+        with self._guard:
+            self._arrived += 1
+            first_two = self._arrived <= 2
+        if first_two:
+            self._meet.wait()
+        return rows
+
+
+def test_two_writers_appending_at_once_never_interleave(records: RecordStore) -> None:
+    """Two session objects (two processes: no lock in common) append at the same moment;
+    each call's items stay together, nothing is lost."""
+    racing = _BothRead(records)
+    one, two = MemstackSession("s", racing), MemstackSession("s", racing)
+    _in_threads(
+        lambda: one.add_items([user("one-1"), user("one-2"), user("one-3")]),
+        lambda: two.add_items([user("two-1"), user("two-2"), user("two-3")]),
+    )
+    assert texts(asyncio.run(one.get_items())) in (
+        ["one-1", "one-2", "one-3", "two-1", "two-2", "two-3"],
+        ["two-1", "two-2", "two-3", "one-1", "one-2", "one-3"],
+    )
+
+
+def test_two_writers_popping_at_once_pop_different_items(records: RecordStore) -> None:
+    asyncio.run(MemstackSession("s", records).add_items([user("first"), user("second")]))
+    racing = _BothRead(records)
+    one, two = MemstackSession("s", racing), MemstackSession("s", racing)
+    popped = _in_threads(one.pop_item, two.pop_item)
+    assert sorted(texts(popped)) == ["first", "second"]
+    assert asyncio.run(one.get_items()) == []
+
+
+class _PausedWrite(RecordStore):
+    """The store under test, whose writes wait until the test lets them go on."""
+
+    def __init__(self, store: RecordStore) -> None:
+        super().__init__(store.backend, clock=store.clock)
+        self.entered = threading.Event()
+        self.go_on = threading.Event()
+
+    def write(self, **batch: Any) -> WriteResult:
+        self.entered.set()
+        assert self.go_on.wait(30)
+        return super().write(**batch)
+
+
+async def test_a_cancelled_write_finishes_before_the_cancellation_arrives(
+    records: RecordStore,
+) -> None:
+    """As the SDK's sessions: the caller sees CancelledError only once the write is done,
+    so it knows the item is stored and does not add it twice."""
+    store = _PausedWrite(records)
+    session = MemstackSession("c", store)
+    task = asyncio.create_task(session.add_items([user("once")]))
+    try:
+        assert await asyncio.to_thread(store.entered.wait, 30)
+        task.cancel()
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert not task.done()  # still waiting for the write
+    finally:
+        store.go_on.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await session.get_items() == [user("once")]
+
+
+async def test_a_closed_session_refuses_every_call(records: RecordStore) -> None:
+    session = MemstackSession("c", records)
+    await session.add_items([user("kept")])
+    session.close()
+    calls = (
+        lambda: session.add_items([]),
+        lambda: session.add_items([user("refused")]),
+        session.get_items,
+        session.pop_item,
+        session.clear_session,
+    )
+    for call in calls:
+        with pytest.raises(RuntimeError, match="MemstackSession is closed"):
+            await call()
+    assert await MemstackSession("c", records).get_items() == [user("kept")]
+
+
+async def test_session_settings_may_be_a_dict(records: RecordStore) -> None:
+    session = MemstackSession("d", records, session_settings={"limit": 1})
+    assert session.session_settings == SessionSettings(limit=1)
+    await session.add_items([user("a"), user("b")])
+    assert await session.get_items() == [user("b")]
+    with pytest.raises(TypeError, match="Unknown session settings: limitt"):
+        MemstackSession("d", records, session_settings={"limitt": 1})
+
+
+async def test_an_item_that_is_not_json_is_a_type_error(records: RecordStore) -> None:
+    """The SDK's sessions raise TypeError (from json.dumps); memstack's error is both
+    that and an InvalidInput naming the field."""
+    session = MemstackSession("c", records)
+    bad = cast(TResponseInputItem, {"role": "user", "content": {"not", "json"}})
+    with pytest.raises(TypeError) as caught:
+        await session.add_items([user("fine"), bad])
+    assert isinstance(caught.value, InvalidInput)
+    assert caught.value.field == "items[1]['content']"
+    with pytest.raises(TypeError, match=r"items\[0\] must be a Responses API input item"):
+        await session.add_items([cast(TResponseInputItem, "just text")])
+    assert await session.get_items() == []
 
 
 # -- a Runner that calls a memstack tool, with the history in a MemstackSession -------------

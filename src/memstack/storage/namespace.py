@@ -23,6 +23,8 @@ root           owner                                           parts
 ``auth``       API keys                                        ``keys``
 ``bank``       MemoryBank (in memory or durable)               [bank name]
 ``lg``         LangGraph store (``MemstackStore``)             store name, LangGraph labels
+``lgv``        the LangGraph store's field vectors, one        store name, LangGraph labels
+               record per indexed text of an item
 ``oas``        Agents SDK sessions (``MemstackSession``)       session id
 ``reembed``    a namespace being embedded again by another     the namespace's encoded name
                model (``service.reembed``), until it replaces
@@ -53,6 +55,7 @@ NamespaceRoot = Literal[
     "auth",
     "bank",
     "lg",
+    "lgv",
     "oas",
     "reembed",
 ]

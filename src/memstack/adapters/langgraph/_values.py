@@ -25,6 +25,7 @@ __all__ = [
     "matches",
     "namespace_matches",
     "pushed_filter",
+    "texts_at",
     "to_item",
     "to_namespace",
     "to_search_item",
@@ -77,27 +78,48 @@ def tokenized(fields: Sequence[str]) -> list[Path]:
     return [(f, f if f == "$" else tokenize_path(f)) for f in fields]
 
 
+def texts_at(value: Mapping[str, JSON], path: Path) -> list[str]:
+    """The texts one index field holds (several for a ``[*]`` or ``{a,b}`` path)."""
+    return get_text_at_path(value, path[1])
+
+
 def index_text(value: Mapping[str, JSON], paths: Sequence[Path]) -> str:
     """The texts at ``paths`` joined by newlines; ``""`` when none holds any."""
-    texts: list[str] = []
-    for _, tokens in paths:
-        texts.extend(get_text_at_path(value, tokens))
-    return "\n".join(texts)
+    return "\n".join(text for path in paths for text in texts_at(value, path))
 
 
 # -- filters (LangGraph's rules: nested dicts match as subsets, operators compare) -------
 
 
 def pushed_filter(filter: Mapping[str, Any] | None) -> dict[str, JSON] | None:
-    """The conditions the storage backend can check itself: top-level plain values."""
+    """The conditions the storage backend can check itself: plain values of top-level
+    fields. A dotted key is a path, checked here; so is a string holding a NUL, which no
+    stored value holds (LangGraph's stores match nothing there, and raise nothing)."""
     pushed: dict[str, JSON] = {
-        k: v for k, v in (filter or {}).items() if isinstance(v, str | int | float | bool)
+        k: v
+        for k, v in (filter or {}).items()
+        if isinstance(v, str | int | float | bool)
+        and "." not in k
+        and not (isinstance(v, str) and "\x00" in v)
     }
     return pushed or None
 
 
 def matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    return all(_compare(value.get(k), wanted, k) for k, wanted in (filter or {}).items())
+    return all(_compare(_field(value, k), wanted, k) for k, wanted in (filter or {}).items())
+
+
+def _field(value: Mapping[str, Any], key: str) -> Any:
+    """The value's field ``key``; a dotted key not in the value is a path into nested
+    objects (``"user.level"``), as LangGraph's SQLite and PostgreSQL stores read it."""
+    if key in value or "." not in key:
+        return value.get(key)
+    found: Any = value
+    for part in key.split("."):
+        if not isinstance(found, Mapping):
+            return None
+        found = found.get(part)
+    return found
 
 
 def _compare(actual: Any, wanted: Any, field: str) -> bool:

@@ -3,20 +3,23 @@
 Every LangGraph store call arrives as a batch of ops; reads of a batch see the store as it
 was before the batch, then its puts and deletes are written in one transaction (the last
 op on a key wins). Items live under the ``lg`` namespace root, one memstack namespace per
-LangGraph namespace, so SQLite, PostgreSQL or process memory hold them, and the same
-database serves memstack's other memories.
+LangGraph namespace, and their field vectors under ``lgv`` (``_vectors.py``), so SQLite,
+PostgreSQL or process memory hold them, and the same database serves memstack's other
+memories.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     Op,
@@ -27,28 +30,39 @@ from langgraph.store.base import (
 )
 from langgraph.store.base import validate_op_namespace as _check_labels
 
-from memstack._json import JSON, to_json
-from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput
 from memstack.secrets import refuse_secrets
 from memstack.storage import NamespaceLike, Record, RecordStore, open_record_store
 
+from . import _plan
 from . import _values as v
+from ._config import indexing
 from ._search import Searcher
+from ._ttl import DEFAULT_INTERVAL_MINUTES, Sweeper
+from ._vectors import INDEXED, vector_namespace, vector_records, vectors_of
 
 __all__ = ["MemstackStore"]
+
+Key = tuple[tuple[str, ...], str]
 
 
 class MemstackStore(BaseStore):
     """LangGraph long-term memory kept by memstack.
 
-    ``embedder`` (any memstack ``Embedder``, e.g. ``LocalEmbedder()``) makes ``search``
-    semantic: each item gets one vector, of the texts at ``fields`` joined (``"$"``, the
-    default, is the whole value as JSON; ``put(..., index=[...])`` overrides per item,
-    ``index=False`` stores no vector). Without one, a query ranks by keyword relevance.
-    ``name`` keeps the items of several stores apart in one database. TTLs are in minutes
-    and restart when an item is read (unless ``refresh_ttl=False``); expired items are
-    never returned.
+    ``index`` is LangGraph's ``IndexConfig``: ``embed`` (a LangChain ``Embeddings``, a
+    sync or async function from texts to vectors, or a memstack ``Embedder`` such as
+    ``LocalEmbedder()``), ``dims`` and ``fields`` (paths such as ``"text"`` or
+    ``"items[*].name"``; ``"$"``, the default, is the whole value as JSON). Each text a
+    field holds gets its own vector and a search scores an item by its best one;
+    ``put(..., index=[...])`` overrides the fields per item and ``index=False`` stores no
+    vector. ``embedder=`` and ``fields=`` say the same as keywords. Without an embedder a
+    query ranks by keyword relevance. ``name`` keeps the items of several stores apart in
+    one database. TTLs are in minutes and restart when an item is read (unless
+    ``refresh_ttl=False``); expired items are never returned, and ``sweep_ttl`` or the
+    sweeper thread (``start_ttl_sweeper``) deletes them. ``loop`` is the event loop the
+    store serves async code on (``afrom_url`` sets it): a sync call made on that loop
+    raises ``asyncio.InvalidStateError``, as LangGraph's async stores do, instead of
+    blocking it.
     """
 
     supports_ttl = True
@@ -57,22 +71,27 @@ class MemstackStore(BaseStore):
         self,
         records: RecordStore,
         *,
-        embedder: Embedder | None = None,
+        embedder: object | None = None,
         fields: Sequence[str] = ("$",),
         name: str = "default",
         ttl: TTLConfig | None = None,
+        index: IndexConfig | Mapping[str, Any] | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
-        if isinstance(fields, str):
-            raise InvalidInput(
-                f"fields is the string {fields!r}; pass a list: [{fields!r}].", field="fields"
-            )
+        settings = indexing(index, embedder, fields)
         refuse_secrets({"name": name}, where="the LangGraph store")
         self.records = records
-        self.embedder = embedder
+        self.embedder = embedder if index is None else index["embed"]
+        self.embeddings = None if settings.embedder is None else settings.embedder.embeddings
+        self.index_config = settings.config
         self.name = v.to_namespace(name, ()).parts[0]
         self.ttl_config = ttl
-        self._paths = v.tokenized(list(fields))
-        self._searcher = Searcher(records=records, name=self.name, embedder=embedder)
+        self._embedder = settings.embedder
+        self._paths = settings.paths
+        self._model_id = None if settings.embedder is None else settings.embedder.model_id
+        self._searcher = Searcher(records=records, name=self.name, model_id=self._model_id)
+        self._sweeper = Sweeper(self.sweep_ttl)
+        self._loop = loop
         self._owned = False
 
     @classmethod
@@ -85,35 +104,57 @@ class MemstackStore(BaseStore):
         store._owned = True
         return store
 
+    @classmethod
+    async def afrom_url(cls, url: str, **options: Any) -> MemstackStore:
+        """``from_url`` for async code: the store serves the running event loop, and a
+        sync call made on that loop raises ``asyncio.InvalidStateError`` (it would block
+        the loop) as LangGraph's async stores do; use ``await store.aget(...)`` there."""
+        loop = asyncio.get_running_loop()
+        return await asyncio.to_thread(cls.from_url, url, loop=loop, **options)
+
     def close(self) -> None:
-        """Close the record store if ``from_url`` opened it."""
+        """Stop the TTL sweeper; close the record store if ``from_url`` opened it."""
+        self._sweeper.stop()
         if self._owned:
             self.records.close()
 
     # -- the two methods LangGraph's BaseStore builds everything on ----------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        todo = list(ops)
-        for op in todo:
-            _check_labels(op)
-        results: list[Result] = []
-        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
-        for op in todo:
-            if isinstance(op, PutOp):
-                puts.pop((op.namespace, op.key), None)
-                puts[(op.namespace, op.key)] = op
-            results.append(self._read(op))
-        self._write(list(puts.values()))
-        return results
+        self._refuse_on_loop()
+        todo = _checked(ops)
+        planned = _plan.plan(todo, self._paths, self._embedder)
+        return self._run(todo, planned, _plan.embed(planned, self._embedder))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await asyncio.to_thread(self.batch, list(ops))
+        todo = _checked(ops)
+        planned = _plan.plan(todo, self._paths, self._embedder)
+        embedded = await _plan.aembed(planned, self._embedder)
+        return await asyncio.to_thread(self._run, todo, planned, embedded)
 
-    def _read(self, op: Op) -> Result:
+    def _refuse_on_loop(self) -> None:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if running is self._loop:
+            raise asyncio.InvalidStateError(
+                "Synchronous calls to a MemstackStore opened with afrom_url are only allowed "
+                "from another thread; on its event loop use the async methods, e.g. "
+                "`await store.aget(...)` or `await store.abatch(...)`."
+            )
+
+    def _run(self, todo: list[Op], planned: _plan.Plan, embedded: _plan.Embedded) -> list[Result]:
+        results = [self._read(op, embedded) for op in todo]
+        self._write(planned, embedded)
+        return results
+
+    def _read(self, op: Op, embedded: _plan.Embedded) -> Result:
         if isinstance(op, GetOp):
             return self._get(op)
         if isinstance(op, SearchOp):
-            hits = self._searcher.search(op)
+            vector = embedded.queries.get(op.query) if op.query else None
+            hits = self._searcher.search(op, vector)
             if op.refresh_ttl:
                 self._refresh([record for record, _ in hits])
             return [v.to_search_item(record, score) for record, score in hits]
@@ -122,6 +163,35 @@ class MemstackStore(BaseStore):
         if isinstance(op, PutOp):
             return None
         raise InvalidInput(f"unknown LangGraph op {type(op).__name__}.", field="ops")
+
+    # -- TTL sweeping (LangGraph's SqliteStore / PostgresStore API) -----------------------
+
+    def sweep_ttl(self) -> int:
+        """Delete the expired records now; return how many. Expired records of the whole
+        database go (an item's field vectors and memstack's other memories too): no read
+        returns them, so this frees space and changes no answer."""
+        return self.records.prune_expired(self.records.clock.now())
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Run ``sweep_ttl`` every ``sweep_interval_minutes`` (else the TTL config's
+        ``sweep_interval_minutes``, else 5) on a daemon thread. Without a TTL config there
+        is nothing to sweep and the future is already done; cancel it to stop."""
+        if not self.ttl_config:
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        interval = (
+            sweep_interval_minutes
+            or self.ttl_config.get("sweep_interval_minutes")
+            or DEFAULT_INTERVAL_MINUTES
+        )
+        return self._sweeper.start(float(interval))
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; False if it was still running after ``timeout`` s."""
+        return self._sweeper.stop(timeout)
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -133,89 +203,88 @@ class MemstackStore(BaseStore):
             self._refresh(found)
         return v.to_item(found[0], op.namespace)
 
-    def _refresh(self, records: Sequence[Record]) -> None:
-        """Restart the TTL of the records that have one (its length is kept as
-        ``expires_at - last_accessed_at``)."""
+    def _refresh(self, items: Sequence[Record]) -> None:
+        """Restart the TTL of the items that have one, and of their vectors (its length
+        is kept as ``expires_at - last_accessed_at``)."""
         now = self.records.clock.now()
-        renewed = [
-            dataclasses.replace(
+        renewed = {
+            (r.namespace, r.id): dataclasses.replace(
                 r,
                 last_accessed_at=now,
                 expires_at=now + r.expires_at - (r.last_accessed_at or r.updated_at),
             )
-            for r in records
+            for r in items
             if r.expires_at is not None
+        }
+        if not renewed:
+            return
+        vectors = [
+            dataclasses.replace(
+                vector, last_accessed_at=now, expires_at=renewed[(item_ns, kind)].expires_at
+            )
+            for (item_ns, labels), keys in _by_namespace(renewed.values()).items()
+            for vector in vectors_of(self.records, self.name, labels, keys)
+            if (kind := vector.kind or "") and (item_ns, kind) in renewed
         ]
-        if renewed:
-            self.records.write(upserts=renewed, model_id=self._model_id)
+        self.records.write(upserts=[*renewed.values(), *vectors], model_id=self._model_id)
 
     # -- writes ---------------------------------------------------------------------------
 
-    def _write(self, puts: list[PutOp]) -> None:
-        if not puts:
+    def _write(self, planned: _plan.Plan, embedded: _plan.Embedded) -> None:
+        if not planned.puts and not planned.deletes:
             return
-        deletes: dict[NamespaceLike, list[str]] = {}
-        for op in puts:
-            if op.value is None:
-                deletes.setdefault(v.to_namespace(self.name, op.namespace).encode(), []).append(
-                    op.key
-                )
-        kept = [op for op in puts if op.value is not None]
-        for op in kept:  # credentials are never stored, as on every memstack write path
-            fields: dict[str, JSON] = {
-                "namespace": list(op.namespace),
-                "key": op.key,
-                "value": _value(op),
-            }
-            refuse_secrets(fields, where="the LangGraph store")
-        self.records.write(upserts=self._records(kept), deletes=deletes, model_id=self._model_id)
+        items = self._items(planned)
+        vectors: list[Record] = []
+        if embedded.documents:
+            for i, (texts, matrix) in enumerate(
+                zip(planned.texts, embedded.documents, strict=True)
+            ):
+                own = vector_records(items[i], texts, matrix)
+                if own:
+                    items[i] = dataclasses.replace(items[i], kind=INDEXED)
+                vectors += own
+        self.records.write(
+            upserts=[*items, *vectors],
+            deletes=self._deletes(planned, {(r.namespace, r.id) for r in vectors}),
+            model_id=self._model_id,
+        )
 
-    def _records(self, puts: list[PutOp]) -> list[Record]:
+    def _items(self, planned: _plan.Plan) -> list[Record]:
         now = self.records.clock.now()
-        created = self._created_at(puts)
-        values = [_value(op) for op in puts]
-        texts = [
-            v.index_text(value, self._index_paths(op))
-            for op, value in zip(puts, values, strict=True)
-        ]
-        vectors = self._embed(puts, texts)
+        created = self._created_at(planned.puts)
         return [
             Record(
                 id=op.key,
                 namespace=v.to_namespace(self.name, op.namespace).encode(),
-                text=text,
+                text=v.index_text(value, _plan.index_paths(op, self._paths)),
                 metadata=value,
                 created_at=created.get((op.namespace, op.key), now),
                 updated_at=now,
                 last_accessed_at=None if op.ttl is None else now,
                 expires_at=None if op.ttl is None else now + _ttl_seconds(op.ttl),
-                embedding=vector,
             )
-            for op, value, text, vector in zip(puts, values, texts, vectors, strict=True)
+            for op, value in zip(planned.puts, planned.values, strict=True)
         ]
 
-    def _index_paths(self, op: PutOp) -> list[v.Path]:
-        if op.index is False:
-            return []
-        return self._paths if op.index is None else v.tokenized(op.index)
+    def _deletes(
+        self, planned: _plan.Plan, kept: set[tuple[str, str]]
+    ) -> dict[NamespaceLike, list[str]]:
+        """The deleted items, and the vectors of every written item that no longer has
+        them (a put that indexes fewer texts, or none, than before)."""
+        out: dict[NamespaceLike, list[str]] = {}
+        for op in planned.deletes:
+            out.setdefault(v.to_namespace(self.name, op.namespace).encode(), []).append(op.key)
+        keys: dict[tuple[str, ...], list[str]] = {}
+        for op in [*planned.puts, *planned.deletes]:
+            keys.setdefault(op.namespace, []).append(op.key)
+        for labels, ids in keys.items():
+            encoded = vector_namespace(self.name, labels).encode()
+            for old in vectors_of(self.records, self.name, labels, ids):
+                if (encoded, old.id) not in kept:
+                    out.setdefault(encoded, []).append(old.id)
+        return out
 
-    def _embed(self, puts: list[PutOp], texts: list[str]) -> list[Any]:
-        """One vector per put with text to index (one embedder call for the batch)."""
-        if self.embedder is None:
-            return [None] * len(puts)
-        wanted = [
-            i
-            for i, (op, text) in enumerate(zip(puts, texts, strict=True))
-            if text and op.index is not False
-        ]
-        vectors: list[Any] = [None] * len(puts)
-        if wanted:
-            matrix = self.embedder.embed_batch([texts[i] for i in wanted])
-            for row, i in enumerate(wanted):
-                vectors[i] = matrix[row]
-        return vectors
-
-    def _created_at(self, puts: list[PutOp]) -> dict[tuple[tuple[str, ...], str], float]:
+    def _created_at(self, puts: list[PutOp]) -> dict[Key, float]:
         """When each item that already exists was first put (an update keeps it)."""
         keys: dict[tuple[str, ...], list[str]] = {}
         for op in puts:
@@ -226,18 +295,20 @@ class MemstackStore(BaseStore):
             for r in self.records.get(v.to_namespace(self.name, labels), ids)
         }
 
-    @property
-    def _model_id(self) -> str | None:
-        return None if self.embedder is None else self.embedder.model_id
+
+def _checked(ops: Iterable[Op]) -> list[Op]:
+    todo = list(ops)
+    for op in todo:
+        _check_labels(op)
+    return todo
 
 
-def _value(op: PutOp) -> dict[str, JSON]:
-    value = to_json(op.value, field="value")
-    if not isinstance(value, dict):
-        raise InvalidInput(
-            f"value must be a dict of JSON values; got {type(op.value).__name__}.", field="value"
-        )
-    return value
+def _by_namespace(items: Iterable[Record]) -> dict[tuple[str, tuple[str, ...]], list[str]]:
+    """The ids of ``items`` by (encoded namespace, LangGraph labels)."""
+    out: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for r in items:
+        out.setdefault((r.namespace, v.labels_of(r.namespace)), []).append(r.id)
+    return out
 
 
 def _ttl_seconds(minutes: float) -> float:

@@ -4,29 +4,39 @@ A session's items (Responses API input items: messages, function calls and their
 outputs) are records of the namespace ``oas/<session id>``, one per item, in the order
 they were added. With a SQLite or PostgreSQL URL the history outlives the process and is
 shared by every process that opens the same session id.
+
+Atomicity lives in the database: an append claims the next item number with a write that
+expects it to be free, a pop deletes the latest item with a write that expects it to
+still be the latest, and a write that loses a race reads again and retries. Within one
+process a ``threading.Lock`` taken in the worker thread serializes them, so a session
+can be shared by threads that each run their own event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import uuid
-from typing import Any, cast
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
 
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
-from agents.memory.session_settings import resolve_session_limit
+from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from memstack._json import JSON, to_json
-from memstack.errors import InvalidInput
+from memstack.errors import InvalidInput, WriteConflict
 from memstack.redaction import redact_secrets
 from memstack.secrets import refuse_secrets
-from memstack.storage import Namespace, Record, RecordStore, open_record_store
+from memstack.storage import Expect, Namespace, Record, RecordStore, open_record_store
 from memstack.storage._validate import MAX_LIMIT
 
 __all__ = ["MemstackSession"]
 
+_T = TypeVar("_T")
 _ITEM = "item"
+_ATTEMPTS = 50
+"""Reads and writes before a write gives up on a session other processes keep changing."""
 _STEP_S = 1e-6
 """Between two items' ``created_at``: a microsecond, distinct in a float of epoch
 seconds (whose resolution at today's epoch is finer than that) and in every backend's
@@ -42,6 +52,12 @@ class MemstackSession:
     A credential in an item (a key the user pasted, a token a tool returned) is stored
     as ``[REDACTED:<kind>]`` in its place rather than refused, so a run never breaks on
     it; a ``session_id`` shaped like one is refused (``InvalidInput``).
+
+    As the SDK's sessions do: ``session_settings`` may be a dict (``{"limit": 20}``); an
+    item that is not JSON raises ``TypeError`` (an ``InvalidInput`` naming the field, so
+    either ``except`` catches it) and nothing is stored; after ``close()`` every call
+    raises ``RuntimeError``; a cancelled write still finishes before the cancellation
+    reaches the caller, so the caller knows what was stored.
     """
 
     session_settings: SessionSettings | None
@@ -51,15 +67,20 @@ class MemstackSession:
         session_id: str,
         records: RecordStore,
         *,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
         refuse_secrets({"session_id": session_id}, where="an agent session")
         self.session_id = session_id
-        self.session_settings = session_settings or SessionSettings()
+        self.session_settings = (
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(session_settings)
+        )
         self.records = records
         self.namespace = Namespace("oas", session_id)
-        self._lock = asyncio.Lock()
+        self._lock = threading.Lock()  # held in worker threads only, never across an await
         self._owned = False
+        self._closed = False
 
     @classmethod
     def from_url(cls, session_id: str, url: str, **options: Any) -> MemstackSession:
@@ -72,35 +93,47 @@ class MemstackSession:
         return session
 
     def close(self) -> None:
+        """Refuse every later call; close the store if ``from_url`` opened it."""
+        self._closed = True
         if self._owned:
+            self._owned = False
             self.records.close()
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The history, oldest first; with ``limit``, its latest ``limit`` items."""
+        self._check_open()
         wanted = resolve_session_limit(limit, self.session_settings)
         rows = await asyncio.to_thread(self._latest, wanted)
         return [_item(r) for r in rows]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
+        self._check_open()
+        if not items:
+            return
         checked = await asyncio.to_thread(_all_checked, items)  # the filter, off the loop
-        if checked:
-            async with self._lock:
-                await asyncio.to_thread(self._append, checked)
+        await _finished(asyncio.to_thread(self._locked, self._append, checked))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the latest item; None when the session is empty."""
-        async with self._lock:
-            rows = await asyncio.to_thread(self._latest, 1)
-            if not rows:
-                return None
-            await asyncio.to_thread(self.records.delete, self.namespace, [rows[0].id])
-        return _item(rows[0])
+        self._check_open()
+        popped = await _finished(asyncio.to_thread(self._locked, self._pop))
+        return None if popped is None else _item(popped)
 
     async def clear_session(self) -> None:
-        async with self._lock:
-            await asyncio.to_thread(self.records.delete_namespace, self.namespace)
+        self._check_open()
+        await _finished(asyncio.to_thread(self._locked, self._clear))
 
-    # -- storage ----------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(
+                f"{type(self).__name__} is closed; open a new session to use its history."
+            )
+
+    # -- storage (in a worker thread) ---------------------------------------------------
+
+    def _locked(self, operation: Callable[..., _T], *args: Any) -> _T:
+        with self._lock:
+            return operation(*args)
 
     def _latest(self, limit: int | None) -> builtins.list[Record]:
         """The last ``limit`` records (all when None), oldest first."""
@@ -122,17 +155,19 @@ class MemstackSession:
         """Records numbered after the latest one, each created ``_STEP_S`` after the one
         before (never before the latest, whatever the clock says), so the store's
         ``created_at`` order alone is the order items were added in: no two items tie,
-        and the latest ``limit`` are a ``created_desc`` page."""
-        last = self._latest(1)
-        now = self.records.clock.now()
-        start, at = (
-            (0, now) if not last else (_seq(last[0]) + 1, max(now, last[0].created_at + _STEP_S))
-        )
-        tag = uuid.uuid4().hex[:8]  # two processes appending at once never overwrite
-        self.records.upsert(
-            [
+        and the latest ``limit`` are a ``created_desc`` page. The write expects the first
+        number to be free: another writer that took it first makes this one read again."""
+        for _ in range(_ATTEMPTS):
+            last = self._latest(1)
+            now = self.records.clock.now()
+            start, at = (
+                (0, now)
+                if not last
+                else (_seq(last[0]) + 1, max(now, last[0].created_at + _STEP_S))
+            )
+            records = [
                 Record(
-                    id=f"{start + i:012d}-{tag}",
+                    id=_id(start + i),
                     namespace=self.namespace.encode(),
                     text=_text(item),
                     kind=str(item.get("type", "message")),
@@ -142,7 +177,70 @@ class MemstackSession:
                 )
                 for i, item in enumerate(items)
             ]
+            if self._written(upserts=records, expect=[self._free(start)]):
+                return
+        raise self._contended("add_items")
+
+    def _pop(self) -> Record | None:
+        """Delete the latest record, expecting it unchanged and nothing added after it."""
+        for _ in range(_ATTEMPTS):
+            rows = self._latest(1)
+            if not rows:
+                return None
+            top = rows[0]
+            expect = [
+                Expect(namespace=top.namespace, id=top.id, seen=top),
+                self._free(_seq(top) + 1),
+            ]
+            if self._written(deletes={self.namespace: [top.id]}, expect=expect):
+                return top
+        raise self._contended("pop_item")
+
+    def _clear(self) -> None:
+        self.records.delete_namespace(self.namespace)
+
+    def _free(self, seq: int) -> Expect:
+        return Expect(namespace=self.namespace.encode(), id=_id(seq), seen=None)
+
+    def _written(self, **write: Any) -> bool:
+        """Whether the write was applied; False when a condition failed (read again)."""
+        try:
+            self.records.write(**write)
+        except WriteConflict:
+            return False
+        return True
+
+    def _contended(self, call: str) -> WriteConflict:
+        return WriteConflict(
+            f"{call} on session {self.session_id!r} lost {_ATTEMPTS} races in a row to "
+            "other writers of the same session; nothing was changed, call it again."
         )
+
+
+async def _finished(write: Awaitable[_T]) -> _T:
+    """Await a write to its end even when the caller is cancelled meanwhile, then
+    re-raise the cancellation: the caller knows the outcome and never retries a write
+    that was stored (the SDK's sessions behave so)."""
+    task = asyncio.ensure_future(write)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    try:
+        result = task.result()
+    except BaseException:
+        if cancelled is not None:
+            raise cancelled from None  # the write's error was seen: no "never retrieved"
+        raise
+    if cancelled is not None:
+        raise cancelled
+    return result
+
+
+def _id(seq: int) -> str:
+    return f"{seq:012d}"
 
 
 def _seq(record: Record) -> int:
@@ -157,11 +255,20 @@ def _all_checked(items: builtins.list[TResponseInputItem]) -> builtins.list[dict
     return [_checked(item, i) for i, item in enumerate(items)]
 
 
+class _NotJSON(InvalidInput, TypeError):
+    """An item that is not JSON: memstack's ``InvalidInput`` naming the field, and the
+    ``TypeError`` the SDK's sessions raise (from ``json.dumps``), so either ``except``
+    written for a session catches it."""
+
+
 def _checked(item: object, index: int) -> dict[str, JSON]:
     """The item as JSON, each credential in it redacted."""
-    value = to_json(item, field=f"items[{index}]")
+    try:
+        value = to_json(item, field=f"items[{index}]")
+    except InvalidInput as exc:
+        raise _NotJSON(str(exc), field=exc.field) from None
     if not isinstance(value, dict):
-        raise InvalidInput(
+        raise _NotJSON(
             f"items[{index}] must be a Responses API input item (a dict); "
             f"got {type(item).__name__}.",
             field=f"items[{index}]",
