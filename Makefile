@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: serve test lint typecheck clean
+.PHONY: serve path test lint typecheck clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +27,16 @@ SERVE_FLAGS = $(if $(PORT),--port $(PORT)) $(if $(HOST),--host $(HOST)) \
 	$(if $(WORKERS),--workers $(WORKERS)) $(if $(REDIS_URL),--redis-url $(REDIS_URL)) \
 	$(if $(DB),--db $(DB))
 
+# memstack is installed into $(BIN), which is not on the shell's PATH: say how to put it
+# there (`make path` prints the export line alone, for `eval "$$(make -s path)"`).
+PATH_LINE = export PATH="$(abspath $(BIN)):$$PATH"
+
 serve: $(VENV)/.runtime
+	@echo 'memstack is $(BIN)/memstack; to run `memstack ...` in your shell: $(PATH_LINE)'
 	$(BIN)/memstack serve $(strip $(SERVE_FLAGS))
+
+path:
+	@echo '$(PATH_LINE)'
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .

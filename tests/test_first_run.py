@@ -168,7 +168,7 @@ def test_serve_on_a_taken_port_fails_in_one_line_before_saying_it_serves(tmp_pat
     assert "--port" in result.output
 
 
-@pytest.mark.parametrize("missing", ["fastapi", "uvicorn"])
+@pytest.mark.parametrize("missing", ["fastapi", "uvicorn", "prometheus_client"])
 def test_serve_without_the_server_extra_names_it(missing: str, tmp_path: Path, monkeypatch):
     monkeypatch.setitem(sys.modules, missing, None)  # import -> ImportError, as if not installed
     result = CliRunner().invoke(main, ["serve", "--db", str(tmp_path / "s.db")])

@@ -106,7 +106,7 @@ def test_the_working_directory_dotenv_is_read_by_default(
 
 
 def test_a_missing_dotenv_file_is_no_error(tmp_path: Path):
-    assert ServerSettings.from_env({}, dotenv=tmp_path / "absent.env").port == 8765
+    assert ServerSettings.from_env({}, dotenv=tmp_path / "absent.env").port == 8000
 
 
 def test_a_malformed_dotenv_line_names_the_file_and_line(tmp_path: Path):

@@ -19,7 +19,7 @@ __all__ = ["DEFAULT_DB", "DEFAULT_HOST", "DEFAULT_PORT", "ServerSettings"]
 DEFAULT_DB: Final = Path(".memstack/memstack.db")
 """Only when a ``ServerSettings`` is built by hand; ``from_env`` uses ``memstack.home``."""
 DEFAULT_HOST: Final = "127.0.0.1"
-DEFAULT_PORT: Final = 8765
+DEFAULT_PORT: Final = 8000
 DOTENV: Final = Path(".env")
 """The ``.env`` file ``from_env`` reads under the environment, relative to the working
 directory."""
@@ -62,6 +62,9 @@ class ServerSettings:
     llm: str | None = None
     """``--llm`` / ``MEMSTACK_LLM``: the ``provider:model`` that extracts memories from
     the users' conversations after each write; None: turns are stored verbatim only."""
+    metrics_token: str | None = None
+    """``MEMSTACK_METRICS_TOKEN``: the Bearer token a client off the loopback interface
+    reads ``/metrics`` with; None: loopback clients only."""
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     """Which embedding model; ``--local-model`` (``local_model`` flag) over
     ``MEMSTACK_LOCAL_MODEL``."""
@@ -121,6 +124,7 @@ class ServerSettings:
                 1,
                 86_400,
             ),
+            metrics_token=env.get("MEMSTACK_METRICS_TOKEN") or None,
             embedding=embedding,
         )
 
@@ -147,6 +151,7 @@ class ServerSettings:
             "MEMSTACK_MEMORY_ENABLED": _switch(self.memory_enabled),
             "MEMSTACK_MEMORY_MAX_ITEMS": str(self.memory_max_items),
             "MEMSTACK_LLM": self.llm or "",
+            "MEMSTACK_METRICS_TOKEN": self.metrics_token or "",
             "MEMSTACK_LOCAL_MODEL": self.embedding.local_model or "",
         }
 

@@ -15,7 +15,8 @@ import pytest
 from memstack.bench.spawn import SpawnedServer
 from tests.inspector.page import InspectorPage
 
-KEY, VALUE, AGENT, SCOPE, SESSION, METADATA, EXPIRES, UPDATED, VALID, ACTIONS = range(10)
+KEY, VALUE, AGENT, SCOPE, SESSION, METADATA, EXPIRES, UPDATED, VALID, PROVENANCE = range(10)
+ACTIONS = PROVENANCE + 1  # the memories' columns
 NUMBER, V_VALUE, V_FROM, V_TO, V_ENDED = range(5)  # the history's columns
 
 

@@ -1,4 +1,4 @@
-"""``memstack memories list|search|get|delete|export|import``: the memory server's
+"""``memstack memories list|search|get|store|history|delete|export|import``: the memory server's
 memories from a shell.
 
 The commands talk to a running server through ``MemoryClient`` (``--url`` /
@@ -9,10 +9,13 @@ owns it, and the same commands work against SQLite, PostgreSQL or a remote host.
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import IO, Literal
 
 import click
 
+from memstack._json import JSON
 from memstack.cli._server import (
     ServerGroup,
     connect,
@@ -33,7 +36,7 @@ _SCOPES = click.Choice(["session", "agent", "global"])
 @click.group(cls=ServerGroup)
 def memories() -> None:
     """Memories on a memory server: list, search, get, delete, export, import; and
-    reembed, on the server's store, with the server stopped."""
+    reembed, on the server's store, then restart the server with the new model."""
 
 
 memories.add_store_command(reembed_command)
@@ -139,6 +142,102 @@ def get_command(memory_id: str, as_json: bool) -> None:
         echo_json(memory)
         return
     click.echo(_line(memory))
+
+
+_PROVENANCES = click.Choice(["user_stated", "extracted", "tool_output", "imported"])
+_METADATA_EXAMPLE = '{"source": "chat"}'
+
+
+def _metadata(ctx: click.Context, param: click.Parameter, raw: str | None) -> dict[str, JSON]:
+    """``--metadata``: a JSON object, refused here with an example when it is not one."""
+    if raw is None:
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except ValueError as exc:
+        raise click.BadParameter(
+            f"not JSON ({exc}); write an object such as '{_METADATA_EXAMPLE}'."
+        ) from exc
+    if not isinstance(parsed, dict):
+        raise click.BadParameter(f"must be a JSON object, such as '{_METADATA_EXAMPLE}'.")
+    return parsed
+
+
+def _ttl(raw: str | None) -> str | float | None:
+    """Seconds from now when ``raw`` is a number, else an ISO 8601 time (the server's rule
+    is checked by the client before the request)."""
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        return raw
+
+
+@memories.command("store")
+@click.argument("key")
+@click.argument("value")
+@click.option(
+    "--agent-id",
+    envvar="MEMSTACK_AGENT_ID",
+    required=True,
+    help="The agent it belongs to [env MEMSTACK_AGENT_ID].",
+)
+@click.option("--scope", type=_SCOPES, default="agent", show_default=True)
+@click.option("--session-id", help="The session (with --scope session).")
+@click.option("--metadata", callback=_metadata, help=f"A JSON object: '{_METADATA_EXAMPLE}'.")
+@click.option("--ttl", help="Seconds from now, or an ISO 8601 time (2026-01-31T12:00Z).")
+@click.option("--provenance", type=_PROVENANCES, help="How it was learned [default user_stated].")
+@click.option("--provenance-detail", help="The model, tool or source it came from.")
+@json_option
+def store_command(
+    key: str,
+    value: str,
+    agent_id: str,
+    scope: ScopeName,
+    session_id: str | None,
+    metadata: dict[str, JSON],
+    ttl: str | None,
+    provenance: Provenance | None,
+    provenance_detail: str | None,
+    as_json: bool,
+) -> None:
+    """Store a memory (VALUE - reads it from stdin); the same agent, scope, session and
+    KEY again updates it, keeping the old value in its history."""
+    if value == "-":
+        value = sys.stdin.read()
+    with connect() as client:
+        memory = client.store(
+            agent_id,
+            key,
+            value,
+            scope=scope,
+            session_id=session_id,
+            metadata=metadata or None,
+            ttl=_ttl(ttl),
+            provenance=provenance,
+            provenance_detail=provenance_detail,
+        )
+    if as_json:
+        echo_json(memory)
+        return
+    click.echo(_line(memory))
+
+
+@memories.command("history")
+@click.argument("memory_id")
+@json_option
+def history_command(memory_id: str, as_json: bool) -> None:
+    """Every version of a memory, oldest first: when each held and what ended it."""
+    with connect() as client:
+        history = client.history(memory_id)
+    if as_json:
+        echo_json(history)
+        return
+    for number, version in enumerate(history["versions"], start=1):
+        held = f"{version['valid_from']} - {version['valid_to'] or 'now'}"
+        ended = version["closed_reason"] or "current"
+        click.echo(f"{number}  {held}  {ended}  {version['value'].replace(chr(10), ' ')[:80]}")
 
 
 @memories.command("delete")

@@ -16,7 +16,7 @@ from memstack.cli.models import local_model_option
 from memstack.errors import MemstackError
 from memstack.home import first_key_file, write_private
 from memstack.service.api_keys import ApiKeys
-from memstack.settings import ServerSettings
+from memstack.settings import DEFAULT_PORT, ServerSettings
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     "--redis-url", default=None, help="Redis for the short-term tier [env MEMSTACK_REDIS_URL]."
 )
 @click.option("--host", default=None, help="[env MEMSTACK_HOST; default 127.0.0.1]")
-@click.option("--port", type=int, default=None, help="[env MEMSTACK_PORT; default 8765]")
+@click.option("--port", type=int, default=None, help=f"[env MEMSTACK_PORT; default {DEFAULT_PORT}]")
 @click.option(
     "--workers",
     type=int,
@@ -154,9 +154,11 @@ def _check_llm(settings: ServerSettings) -> None:
 
 
 def _require_server_extra() -> None:
-    """FastAPI and uvicorn come with the ``server`` extra; say so before anything starts."""
+    """FastAPI, uvicorn and prometheus-client come with the ``server`` extra; say so
+    before anything starts."""
     try:
         import fastapi  # noqa: F401
+        import prometheus_client  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as exc:
         raise click.ClickException(

@@ -108,6 +108,11 @@ class BatchingEmbedder(EmbedderWrapper):
                         self._queue.remove(request)
         return request.result()
 
+    def queued(self) -> int:
+        """Texts waiting for a lane now (the server's ``/metrics`` queue depth)."""
+        with self._lock:
+            return sum(len(request.texts) for request in self._queue)
+
     def close(self) -> None:
         """Stop the lanes once the texts already queued are embedded; idempotent."""
         with self._lock:

@@ -9,10 +9,13 @@ from typing import Final, Literal
 from memstack._env import setting
 from memstack.embeddings import EmbeddingSettings
 from memstack.errors import ConfigError
+from memstack.home import default_db
 
 __all__ = ["DEFAULT_DB_PATH", "LongTermSettings", "parse_switch"]
 
 DEFAULT_DB_PATH: Final = ".memstack/memstack.db"
+"""Only when a ``LongTermSettings`` is built by hand (as ``ServerSettings``' own);
+``from_env`` uses ``memstack.home``, the file ``memstack serve`` opens."""
 _ON: Final = frozenset({"1", "true", "yes", "on"})
 _OFF: Final = frozenset({"0", "false", "no", "off"})
 _VECTOR_PROVIDERS: Final = {
@@ -47,7 +50,8 @@ class LongTermSettings:
     vector_provider: VectorProvider = "sqlite"
     """``MEMSTACK_VECTOR_PROVIDER``: sqlite (default), memory, or postgres."""
     db_path: str = DEFAULT_DB_PATH
-    """``MEMSTACK_DB``: the SQLite file."""
+    """``MEMSTACK_DB``: the SQLite file; unset, ``memstack.db`` in ``MEMSTACK_HOME`` (by
+    default the per-user data folder), the one ``memstack serve`` uses."""
     postgres_url: str | None = None
     """``MEMSTACK_POSTGRES_URL``: needed when the vector provider is postgres."""
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
@@ -85,7 +89,7 @@ class LongTermSettings:
             enabled=parse_switch(raw_enabled, variable=enabled_variable),
             max_items=max_items,
             vector_provider=provider,  # type: ignore[arg-type]
-            db_path=env.get("MEMSTACK_DB") or DEFAULT_DB_PATH,
+            db_path=env.get("MEMSTACK_DB") or str(default_db(env)),
             postgres_url=postgres_url,
             embedding=EmbeddingSettings.from_env(env),
         )

@@ -133,6 +133,10 @@ class UserJobs:
             if not running:
                 del self._tasks[(tenant, user_id)]
 
+    def running(self) -> int:
+        """Jobs this process runs now, queued or running (the server's ``/metrics``)."""
+        return sum(len(tasks) for tasks in self._tasks.values())
+
     def cancel(self, tenant: str, user_id: str) -> None:
         """Stop the user's running jobs (the user is being erased)."""
         for task in self._tasks.pop((tenant, user_id), set()):

@@ -20,6 +20,7 @@ from memstack.transports.mcp.http import MAX_STREAM_S, mount_mcp
 from memstack.transports.rest.body_limits import RouteBodyLimits
 from memstack.transports.rest.docs import mount_docs
 from memstack.transports.rest.hot_routes import HotRoutes
+from memstack.transports.rest.metrics import RequestMetrics, ServerMetrics, metrics_route
 from memstack.transports.rest.routes import api_routes, health_route
 from memstack.transports.rest.store_wait import StoreWaitBudget
 from memstack.wiring import Services, services_from_settings
@@ -45,6 +46,7 @@ def create_app(
     request_threads: int | None = None,
     hot_routes: bool = True,
     mcp_stream_s: float = MAX_STREAM_S,
+    metrics_token: str | None = None,
 ) -> FastAPI:
     """The REST API over ``services``.
 
@@ -55,6 +57,7 @@ def create_app(
     storing and searching memories without FastAPI's per-request machinery, with the
     same answers (``memstack.transports.rest.hot_routes``); False sends them through FastAPI.
     ``mcp_stream_s`` bounds a ``GET /mcp`` stream (``memstack.transports.mcp.http``).
+    ``metrics_token``: the Bearer token of ``/metrics`` off loopback (``rest.metrics``).
     """
 
     @asynccontextmanager
@@ -91,8 +94,17 @@ def create_app(
     if hot_routes:
         app.add_middleware(HotRoutes, services=services)  # inside BodyLimit: added first
     app.add_middleware(RouteBodyLimits, max_bytes=max_body_bytes)
-    app.add_middleware(StoreWaitBudget)  # outermost: one budget for the whole request
+    app.add_middleware(StoreWaitBudget)  # one budget for the whole request
+    _count_requests(app, services, metrics_token)  # outermost
     return app
+
+
+def _count_requests(app: FastAPI, services: Services, token: str | None) -> None:
+    """``/metrics``, and the middleware that counts every request for it: added last, so
+    it sees each request whole, from its arrival to the end of its answer."""
+    metrics = ServerMetrics()
+    app.include_router(metrics_route(services, metrics, token=token))
+    app.add_middleware(RequestMetrics, metrics=metrics, routes=app.router.routes)
 
 
 def create_app_from_env(env: Mapping[str, str] | None = None) -> FastAPI:
@@ -116,4 +128,5 @@ def create_app_from_env(env: Mapping[str, str] | None = None) -> FastAPI:
         owns_services=True,
         request_threads=REQUEST_THREADS,
         mcp_stream_s=settings.mcp_stream_s,
+        metrics_token=settings.metrics_token,
     )

@@ -57,7 +57,7 @@ from memstack.transports.schemas import (
 )
 from memstack.wiring import Services
 
-__all__ = ["HotRoutes"]
+__all__ = ["ANSWERED", "HotRoutes"]
 
 _Answer = Callable[[MemoryService, Principal, BaseModel], Awaitable[BaseModel]]
 
@@ -78,6 +78,9 @@ _ROUTES: Final[dict[tuple[str, str], tuple[type[BaseModel], _Answer, int]]] = {
     ("POST", "/api/memories/search"): (SearchRequest, _search, 200),
 }
 _LIST: Final = ("GET", "/api/memories")
+ANSWERED: Final = frozenset({*_ROUTES, _LIST})
+"""The (method, path) pairs answered here, not by FastAPI's routing; each path is its own
+route template (``/metrics`` labels their requests with it)."""
 _MAX_OPENINGS: Final = 200
 """Brackets (``{`` and ``[``, in strings too) a body answered here may hold: far more than
 a memory or a search takes, far fewer than the ~1,000 levels ``json.loads`` can nest."""

@@ -35,6 +35,13 @@ function setStatus(text, isError) {
 }
 
 const fixed = (n) => Number(n).toFixed(3);
+const counted = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+
+// Where a memory came from: how it was learned, and the model, tool or source named.
+function provenanceOf(memory) {
+  if (!memory.provenance) return "unknown";
+  return memory.provenance_detail ? `${memory.provenance} (${memory.provenance_detail})` : memory.provenance;
+}
 const when = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d+Z$/, "Z") : "never");
 
 // -- the REST API -------------------------------------------------------------------
@@ -209,6 +216,7 @@ function memoryRow(memory) {
     el("td", { class: "expires" }, when(memory.expires_at)),
     el("td", {}, when(memory.updated_at)),
     el("td", { class: "validity" }, validity(memory)),
+    el("td", { class: "provenance" }, provenanceOf(memory)),
     actions(memory),
   );
 }
@@ -254,6 +262,7 @@ async function runSearch(force, current) {
       el("td", { class: "value" }, hit.memory.value),
       agentCell(hit.memory),
       el("td", {}, hit.memory.scope),
+      el("td", { class: "provenance" }, provenanceOf(hit.memory)),
       actions(hit.memory),
     ),
   );
@@ -308,6 +317,47 @@ async function removeDocument(doc) {
   }
 }
 
+// -- adding a knowledge document -----------------------------------------------------------
+
+// The document the form describes: a chosen file's text (its name the default title and
+// source), else the pasted text. What the form lacks is named before anything is sent.
+async function uploadBody() {
+  const file = $("u-file").files[0];
+  const text = file ? await file.text() : $("u-text").value;
+  const title = $("u-title").value.trim() || (file ? file.name.replace(/\.[^.]+$/, "") : "");
+  if (!title) throw new Error("Title: give the document a title, or choose a file (its name is used).");
+  if (!text.trim()) {
+    throw new Error(file ? `File: “${file.name}” has no text; choose a text file.` : "Text: paste the document's text, or choose a file.");
+  }
+  const body = { title, text };
+  const tags = $("u-tags").value.split(",").map((tag) => tag.trim()).filter(Boolean);
+  if (tags.length) body.tags = tags;
+  const source = $("u-source").value.trim() || (file ? file.name : "");
+  if (source) body.source = source;
+  return body;
+}
+
+async function upload(event) {
+  event.preventDefault();
+  $("upload-error").textContent = "";
+  $("upload-submit").disabled = true;
+  busy(+1);
+  try {
+    const doc = await api("POST", "/api/knowledge", await uploadBody());
+    $("upload-form").reset();
+    const progress = doc.status === "indexing"
+      ? `; indexing in the background, ${doc.passages_done} of ${counted(doc.passages_total, "passage")} so far`
+      : `: ${counted(doc.passages_total, "passage")}, searchable now`;
+    setStatus(`Added the document “${doc.title}”${progress}.`);
+    await refresh(true);
+  } catch (error) {
+    $("upload-error").textContent = error.message;
+  } finally {
+    $("upload-submit").disabled = false;
+    busy(-1);
+  }
+}
+
 // -- the history of a memory ------------------------------------------------------------
 
 async function showHistory(memory) {
@@ -337,12 +387,14 @@ async function showHistory(memory) {
   }
 }
 
-// Why a version stopped holding; a memory's next version carries the memory's own id.
+// Why a version stopped holding. One superseded while the memory has a later version was
+// replaced by that version (whichever id the server names it by); one without, by the
+// memory the server names.
 function endedBy(version, index, history) {
   if (!version.valid_to) return "";
   const reason = version.closed_reason || "closed";
   const by = version.superseded_by;
-  const next = by === history.id && index + 1 < history.versions.length;
+  const next = index + 1 < history.versions.length;
   if (reason === "superseded" && next) return `superseded by version ${index + 2}`;
   return by && by !== history.id ? `${reason}, replaced by ${by}` : reason;
 }
@@ -439,6 +491,7 @@ function wire() {
     refresh(true);
   });
   $("edit-form").addEventListener("submit", save);
+  $("upload-form").addEventListener("submit", upload);
   $("edit-cancel").addEventListener("click", () => $("editor").close());
   $("history-close").addEventListener("click", () => $("history").close());
   $("document-close").addEventListener("click", () => {

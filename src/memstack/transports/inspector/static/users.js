@@ -27,13 +27,7 @@ const userPath = (userId, rest) => `/api/users/${encodeURIComponent(userId)}${re
 const isTurn = (memory) => memory.kind === TURN_KIND && memory.session_id !== null && memory.speaker !== null;
 const kindOf = (memory) => (isTurn(memory) ? "turn" : memory.kind);
 const clip = (text) => (text.length > 80 ? `${text.slice(0, 79)}…` : text);
-const counted = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 const metadataText = (metadata) => (Object.keys(metadata).length ? JSON.stringify(metadata) : "");
-
-function provenanceOf(memory) {
-  if (!memory.provenance) return "unknown";
-  return memory.provenance_detail ? `${memory.provenance} (${memory.provenance_detail})` : memory.provenance;
-}
 
 function showUsersError(message) {
   $("users-error").textContent = message;
