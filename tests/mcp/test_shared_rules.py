@@ -30,7 +30,7 @@ _RULE = (
     "maxItems",
     "items",
 )
-_ID_TOOLS = ("get_memory", "memory_history", "delete_memory")
+_ID_TOOLS = ("get_memory", "memory_history", "delete_memory", "update_memory")
 _USER_TOOLS = ("add_turns", "remember", "recall", "get_recalled_context", "forget")
 _USER = "/api/users/{user_id}"
 
@@ -58,6 +58,9 @@ _PARAMETERS = [
     (("get", "/api/memories/{memory_id}", "memory_id"), ("get_memory", "memory_id")),
     (("get", "/api/memories/{memory_id}/history", "memory_id"), ("memory_history", "memory_id")),
     (("delete", "/api/memories/{memory_id}", "memory_id"), ("delete_memory", "memory_id")),
+    (("put", "/api/memories/{memory_id}", "memory_id"), ("update_memory", "memory_id")),
+    (("delete", "/api/memories", "agent_id"), ("delete_agent_memories", "agent_id")),
+    *((("get", "/api/memories", name), ("list_agents", name)) for name in ("limit", "offset")),
     *(
         (("get", f"{_USER}/context", name), ("get_recalled_context", name))
         for name in ("user_id", "query", "k", "session_id", "memory_enabled", "min_score")
@@ -100,7 +103,12 @@ _FIELDS = [
             "as_of",
             "provenances",
             "min_score",
+            "metadata",
         )
+    ),
+    *(
+        (("MemoryUpdate", name), ("update_memory", name))
+        for name in ("value", "metadata", "ttl", "provenance", "provenance_detail")
     ),
     *((("KnowledgeSearch", name), ("search_knowledge", name)) for name in ("query", "limit")),
     *((("TurnsRequest", name), ("add_turns", name)) for name in ("session_id", "memory_enabled")),
@@ -198,7 +206,7 @@ def test_every_id_parameter_carries_its_pattern(schemas: tuple[dict[str, Any], A
         ),
         *(tools[tool]["user_id"] for tool in _USER_TOOLS),
     ]
-    assert len(ids) == 3 + 4 + 4 + 5  # agent_id and session_id of four tools each, user_id
+    assert len(ids) == 4 + 5 + 4 + 5  # agent_id of five tools, session_id of four, user_id
     for schema in ids:
         (accepts,) = _rule(schema)["accepts"]
         assert accepts["pattern"].startswith("^") and accepts["minLength"] == 1

@@ -25,6 +25,10 @@ TOOLS = {
     "delete_memory",
     "get_context",
     "search_knowledge",
+    # an agent's memories managed (issue 34; tests/mcp/test_manage_tools.py)
+    "update_memory",
+    "delete_agent_memories",
+    "list_agents",
     # a user's conversation memory (issue 32; tests/mcp/test_user_tools.py)
     "add_turns",
     "remember",
@@ -145,7 +149,7 @@ async def test_stdio_history_keeps_every_value_and_as_of_answers_with_the_one_th
         assert versions[0]["valid_from"] == stored[0]["valid_from"]
         for old, new in itertools.pairwise(versions):
             assert old["valid_to"] == new["valid_from"]  # no gap, no overlap
-            assert (old["superseded_by"], old["closed_reason"]) == (memory_id, "superseded")
+            assert (old["superseded_by"], old["closed_reason"]) == (new["version_id"], "superseded")
         last = versions[-1]
         assert (last["valid_to"], last["superseded_by"], last["closed_reason"]) == (
             None,

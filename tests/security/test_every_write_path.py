@@ -256,6 +256,7 @@ def _refusal(response: httpx.Response, slot: Slot, path: str) -> bool:
 
 REST_WRITES: dict[tuple[str, str], list[Slot]] = {
     ("POST", "/api/memories"): MEMORY_SLOTS,
+    ("POST", "/api/memories:batch"): MEMORY_SLOTS,
     ("PUT", "/api/memories/{memory_id}"): UPDATE_SLOTS,
     ("POST", "/api/memories/restore"): MEMORY_SLOTS,
     ("POST", "/api/knowledge"): KNOWLEDGE_SLOTS,
@@ -311,6 +312,8 @@ async def test_rest(served: Served) -> None:
                     body = slot.body(text, n)
                     if path.endswith("/restore"):
                         body = _restored(body)
+                    elif path.endswith(":batch"):
+                        body = {"memories": [body]}
                     url = path.replace("{memory_id}", memory_id)
                     response = await http.request(method, url, json=body)
                     stored = not _refusal(response, slot, path)
@@ -321,7 +324,7 @@ async def test_rest(served: Served) -> None:
 
 # -- MCP ------------------------------------------------------------------------------------
 
-MCP_WRITES = {"store_memory": MEMORY_SLOTS}
+MCP_WRITES = {"store_memory": MEMORY_SLOTS, "update_memory": UPDATE_SLOTS}
 MCP_WALKED_ELSEWHERE = {
     # The tools hand their fields to services.users, which the service test walks with
     # the corpus through every turn field; the REST doors over it are walked by
@@ -340,6 +343,8 @@ MCP_STORES_NOTHING = {
     "delete_memory",
     "get_context",
     "search_knowledge",
+    "delete_agent_memories",
+    "list_agents",
 }
 
 
@@ -363,13 +368,18 @@ async def test_mcp(served: Served) -> None:
         tools = {tool.name for tool in (await client.list_tools()).tools}
         unwalked = tools - set(MCP_WRITES) - set(MCP_WALKED_ELSEWHERE) - MCP_STORES_NOTHING
         assert not unwalked, f"MCP tools this test does not walk: {sorted(unwalked)}"
+        base = await client.call_tool("store_memory", _memory(0, agent_id="mcp-put-bot"))
+        memory_id = (base.structured_content or {})["id"]
         n = 0
         for tool, slots in MCP_WRITES.items():
             for k, slot in enumerate(slots):
                 fits = _mcp_fits(slot.fits)
                 for label, text, secret in cases(fits, k, ids=slot.ids):
                     n += 1
-                    result = await client.call_tool(tool, slot.body(text, 10_000 + n))
+                    arguments = slot.body(text, 10_000 + n)
+                    if tool == "update_memory":
+                        arguments = {"memory_id": memory_id, **arguments}
+                    result = await client.call_tool(tool, arguments)
                     if result.is_error:
                         assert "looks like a secret" in error_text(result), error_text(result)
                     tally.add(
@@ -383,6 +393,7 @@ async def test_mcp(served: Served) -> None:
 
 CLIENT_WRITES: dict[str, list[Slot]] = {
     "store": MEMORY_SLOTS,
+    "store_many": MEMORY_SLOTS,
     "update": UPDATE_SLOTS,
     "add_document": KNOWLEDGE_SLOTS,
 }
@@ -413,6 +424,8 @@ def _client_call(client: MemoryClient, method: str, memory_id: str, body: Body) 
     if method == "store":
         rest = {k: v for k, v in body.items() if k not in ("agent_id", "key", "value")}
         client.store(body["agent_id"], body["key"], body["value"], **rest)
+    elif method == "store_many":
+        client.store_many([body])
     elif method == "update":
         client.update(memory_id, **body)
     else:

@@ -5,8 +5,8 @@ on PostgreSQL.
 
 The source holds 10,000 memories written back by a restore with known chains (closed
 versions superseded, evicted in place, evicted then stored anew; TTLs, metadata,
-provenances) and 200 written by the service as an agent writes them (updates, a
-session, a global memory two agents wrote, a capped agent whose oldest the cap evicted).
+provenances) and 201 written by the service as an agent writes them (updates, a
+session, a global key two agents wrote, a capped agent whose oldest the cap evicted).
 The export must hold every version of each (checked against the chains seeded and
 against ``/history``), and the second export the same lines: in the same order up to
 memories created in the same millisecond (the API shows times to the millisecond; the
@@ -113,6 +113,7 @@ def _bulk_chain(i: int) -> list[VersionIn]:
             expires_at=expires,
             provenance=provenance,
             provenance_detail=detail,
+            version_id=f"ver_b{i}v{n}",
             **{"created_at": c, "updated_at": c + n * 0.1, "valid_from": c + n * 0.1, **fields},
         )
 
@@ -137,8 +138,9 @@ def _bulk() -> list[MemoryIn]:
     ]
 
 
-def _expected_line(memory: MemoryIn, version: VersionIn) -> dict[str, Any]:
-    """How the export lists one seeded version."""
+def _expected_line(memory: MemoryIn, at: int) -> dict[str, Any]:
+    """How the export lists the seeded version ``at``: a closed one names the next."""
+    version = memory.versions[at]
     mid = memory_id(
         tenant="acme", scope="agent", agent_id="bulk-bot", session_id=None, key=memory.key
     )
@@ -157,8 +159,11 @@ def _expected_line(memory: MemoryIn, version: VersionIn) -> dict[str, Any]:
         "updated_at": iso(version.updated_at),
         "valid_from": iso(created if version.valid_from is None else version.valid_from),
         "valid_to": None if version.valid_to is None else iso(version.valid_to),
-        "superseded_by": None if version.superseded_by is None else mid,
+        "superseded_by": None
+        if version.superseded_by is None
+        else memory.versions[at + 1].version_id,
         "closed_reason": version.closed_reason,
+        "version_id": version.version_id,
         "provenance": version.provenance,
         "provenance_detail": version.provenance_detail,
     }
@@ -223,10 +228,12 @@ def _by_memory(lines: list[str]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _check_chain(versions: list[dict[str, Any]]) -> None:
-    """Every version but the latest was replaced by a newer one of the same memory, and
-    a superseded one ends when the next begins; one version at most is current."""
+    """Every version but the latest was replaced by a newer one of the same memory (its
+    superseded_by names the next version), and a superseded one ends when the next
+    begins; one version at most is current."""
     *earlier, latest = versions
-    assert all(v["superseded_by"] == v["id"] and v["valid_to"] for v in earlier), versions
+    for before, after in zip(earlier, versions[1:], strict=True):
+        assert before["superseded_by"] == after["version_id"] and before["valid_to"], versions
     assert latest["superseded_by"] is None, versions
     assert [v["valid_to"] is None for v in versions].count(True) <= 1
     for before, after in zip(earlier, versions[1:], strict=True):
@@ -255,11 +262,11 @@ def test_export_import_export_gives_the_same_lines(
         assert f"exported {versions} memory versions" in exported.output
         assert len(lines) == versions
         exported_memories = _by_memory(lines)
-        assert len(exported_memories) == BULK + 200
+        assert len(exported_memories) == BULK + 201
 
         # Every version of every memory: the chains seeded, and the history of the rest.
         for memory in bulk:
-            seeded = [_expected_line(memory, v) for v in memory.versions]
+            seeded = [_expected_line(memory, at) for at in range(len(memory.versions))]
             assert exported_memories[seeded[0]["id"]] == seeded
         with MemoryClient(servers[0].url, api_key=source_key) as client:
             for mid in written:
@@ -270,12 +277,13 @@ def test_export_import_export_gives_the_same_lines(
         # Capped: 4 of 9, then 2 more as 2 evicted ones are stored anew (each keeping its
         # evicted version); bulk: 2 in each 50.
         assert len(evicted) == 6 + BULK // 50 * 2
+        # Two agents' global mottos are two memories (spec 004: (agent_id, scope, key)).
         motto = exported_memories[written[190]]
-        assert [v["agent_id"] for v in motto] == ["bot", "ops"]
+        assert [(v["agent_id"], v["value"]) for v in motto] == [("bot", "Ship.")]
 
         imported = _cli(servers[1], target_key, "import", str(first), "--json")
         assert json.loads(imported.stdout) == {
-            "imported": BULK + 200,
+            "imported": BULK + 201,
             "versions": versions,
             "skipped": 0,
             "expired": 0,

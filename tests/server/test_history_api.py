@@ -67,10 +67,11 @@ async def test_history_lists_every_version_with_its_validity(api, keys: Keys, cl
         ("2026-05-28T20:28:40.000Z", None),
     ]
     assert [(v["id"], v["superseded_by"], v["closed_reason"]) for v in versions] == [
-        (memory_id, memory_id, "superseded"),
-        (memory_id, memory_id, "superseded"),
+        (memory_id, versions[1]["version_id"], "superseded"),
+        (memory_id, versions[2]["version_id"], "superseded"),
         (memory_id, None, None),
     ]
+    assert len({v["version_id"] for v in versions}) == 3
     current = (await api.get(f"/api/memories/{memory_id}", headers=auth(keys.acme))).json()
     assert current == versions[-1]
 
@@ -192,7 +193,7 @@ def test_the_client_over_real_http(live: LiveServer, keys: Keys, clock: ManualCl
             "Bob lives in Lisbon",
             "Bob moved to Berlin",
         ]
-        assert history["versions"][0]["superseded_by"] == first["id"]
+        assert history["versions"][0]["superseded_by"] == history["versions"][1]["version_id"]
         then = client.list(agent_id="bot", as_of=T0 + 30)
         assert [m["value"] for m in then["memories"]] == ["Bob lives in Lisbon"]
         assert client.list(include_superseded=True)["total"] == 2

@@ -7,6 +7,7 @@ ERROR_REF = "#/components/schemas/ErrorResponse"
 # (method, path): the error statuses beyond 401/405/503, which every /api route answers
 EXPECTED = {
     ("post", "/api/memories"): {400, 403, 413, 422},
+    ("post", "/api/memories:batch"): {400, 403, 413, 422},
     ("get", "/api/memories"): {403, 422},
     ("delete", "/api/memories"): {403, 422},
     ("post", "/api/memories/search"): {400, 403, 413, 422},

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from memstack import ManualClock
 from memstack.cli import main
 from memstack.embeddings import Embedder, HashEmbedder, Vectors
-from memstack.errors import ConfigError
+from memstack.errors import ConfigError, WriteConflict
 from memstack.service.reembed import (
     _EVERY,
     _copy_page,
@@ -228,3 +228,73 @@ def test_the_command_embeds_the_servers_store_again(tmp_path: Path, clock: Manua
 
 def test_embedders_here_are_embedders() -> None:
     assert isinstance(Counting(), Embedder)
+
+
+def _old(id: str, text: str, clock: ManualClock) -> Record:
+    return _record(id, text, clock.now(), created_at=clock.now(), updated_at=clock.now())
+
+
+def test_what_a_running_server_writes_meanwhile_is_not_lost(
+    records: RecordStore, clock: ManualClock
+) -> None:
+    fill(records, clock)
+    writes = iter(
+        [
+            lambda: records.write(
+                upserts=[_old("w1", "k: written meanwhile", clock)], model_id="hash:8"
+            ),
+            lambda: records.write(
+                upserts=[_old("n0", "k: note 0, changed", clock)], model_id="hash:8"
+            ),
+            lambda: records.delete(MEM, ["n1"]),
+        ]
+    )
+
+    def write_meanwhile(namespace: str, done: int, total: int) -> None:
+        if namespace == MEM:
+            clock.advance(1)
+            next(writes, lambda: None)()
+
+    done = reembed(records, NEW, batch=3, progress=write_meanwhile)
+    assert {(d.namespace, d.records) for d in done} == {(MEM, 8), (CHUNKS, 1)}
+    after = every(records, MEM)
+    assert "n1" not in after and after["n0"].text == "k: note 0, changed"
+    for id in ("w1", "n0"):
+        got = after[id].embedding
+        assert got is not None
+        np.testing.assert_allclose(got, NEW.embed_batch([after[id].text])[0], atol=1e-6)
+    assert records.namespaces("reembed/") == []
+
+
+def test_a_namespace_that_keeps_changing_is_left_whole_with_its_model(
+    records: RecordStore, clock: ManualClock
+) -> None:
+    before = {r.id for r in fill(records, clock)}
+    made: list[str] = []
+
+    def write_each_time(namespace: str, done: int, total: int) -> None:
+        if namespace == MEM:  # after each pass's one page
+            clock.advance(1)
+            made.append(f"w{len(made)}")
+            records.write(upserts=[_old(made[-1], "k: busy", clock)], model_id="hash:8")
+
+    with pytest.raises(WriteConflict, match=r"changed during each of 5 passes.*reembed"):
+        reembed(records, NEW, prefix="mem/", progress=write_each_time)
+    assert set(every(records, MEM)) == before | set(made)
+    assert namespace_models(records, "mem/")[0].model_id == "hash:8"
+
+
+def test_replace_namespace_refuses_a_copy_of_another_state(
+    records: RecordStore, clock: ManualClock
+) -> None:
+    fill(records, clock)
+    staging = Namespace("reembed", MEM).encode()
+    _copy_page(records, NEW, staging, list(every(records, MEM).values()))
+    records.write(upserts=[_old("late", "k: late", clock)], model_id="hash:8")
+    with pytest.raises(WriteConflict, match=r"changed since .* copied it.*\['late'\]"):
+        records.replace_namespace(staging, MEM)
+    assert "late" in every(records, MEM) and "late" not in every(records, staging)
+    assert namespace_models(records, "mem/")[0].model_id == "hash:8"
+    _copy_page(records, NEW, staging, [every(records, MEM)["late"]])
+    assert records.replace_namespace(staging, MEM) == 9
+    assert namespace_models(records, "mem/")[0].model_id == "hash:16"

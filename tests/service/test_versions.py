@@ -12,6 +12,7 @@ from memstack.embeddings import HashEmbedder
 from memstack.service.ltm import LongTermTier
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
+from memstack.service.restore import MemoryIn, VersionIn
 from memstack.service.stm import InProcessTier
 from memstack.service.types import Memory, memory_from_json, memory_to_json
 from memstack.storage import Filter, RecordStore
@@ -69,11 +70,14 @@ async def test_an_upsert_closes_the_old_version_and_keeps_it(
         (t0 + 60, t0 + 120),
         (t0 + 120, None),
     ]
+    # Each closed version names the version that replaced it, not its own memory.
     assert [(m.superseded_by, m.closed_reason) for m in history] == [
-        (current.id, "superseded"),
-        (current.id, "superseded"),
+        (history[1].version_id, "superseded"),
+        (history[2].version_id, "superseded"),
         (None, None),
     ]
+    assert len({m.version_id for m in history} - {None, current.id}) == 3
+    assert history[2].version_id == current.version_id
     assert stored_records(service, "acme", "bot") == 3  # nothing deleted to get there
     assert (await service.get(ACME, current.id)).value == "Rome"
 
@@ -154,7 +158,8 @@ async def test_storing_an_evicted_memory_again_keeps_the_eviction_in_history(
         ("Lisbon", "evicted"),
         ("Berlin", None),
     ]
-    assert history[0].superseded_by == bob.id
+    assert history[0].superseded_by == history[1].version_id == again.version_id
+    assert again.version_id not in (None, bob.version_id, bob.id)
 
 
 async def test_caps_count_current_memories_only(records: RecordStore, clock: ManualClock):
@@ -206,12 +211,22 @@ async def test_delete_many_erases_versions_and_evicted_memories(
 async def test_delete_many_erases_versions_another_agent_wrote(
     service: MemoryService, clock: ManualClock
 ):
-    await service.store(ACME, agent_id="ann", key="hq", value="Porto", scope="global")
-    clock.advance(1)
-    shared = await service.store(ACME, agent_id="bot", key="hq", value="Faro", scope="global")
+    # A global memory's history may hold versions of another agent (one written when
+    # global memories left the agent out of their identity, restored as exported).
+    t0 = clock.now() - 60
+    versions = [
+        VersionIn(value="Porto", agent_id="ann", created_at=t0, valid_to=t0 + 1, superseded_by="x"),
+        VersionIn(value="Faro", created_at=t0, valid_from=t0 + 1),
+    ]
+    await service.restore(
+        ACME, [MemoryIn(agent_id="bot", scope="global", key="hq", versions=versions)]
+    )
+    (shared,) = (await service.list(ACME, agent_id="bot", scope="global")).memories
     assert [m.agent_id for m in await service.history(ACME, shared.id)] == ["ann", "bot"]
+    anns = await service.store(ACME, agent_id="ann", key="hq", value="Braga", scope="global")
     assert await service.delete_many(ACME, agent_id="bot", scope="global") == 1
-    assert stored_records(service, "acme", "~global") == 0
+    assert stored_records(service, "acme", "~global") == 1  # ann's own global memory
+    assert (await service.get(ACME, anns.id)).value == "Braga"
 
 
 async def test_history_is_tenant_and_key_scoped(service: MemoryService, clock: ManualClock):
@@ -272,7 +287,7 @@ async def test_as_of_shows_the_version_valid_then_with_the_memory_id(
         assert [m.value for m in page.memories] == values
         assert page.total == len(values)
     (then,) = (await service.list(ACME, agent_id="bot", as_of=t0 + 30)).memories
-    assert (then.id, then.valid_to, then.superseded_by) == (bob.id, t0 + 60, bob.id)
+    assert (then.id, then.valid_to, then.superseded_by) == (bob.id, t0 + 60, bob.version_id)
 
 
 async def test_include_superseded_lists_every_version_in_pages_that_never_overlap(

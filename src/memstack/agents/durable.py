@@ -21,7 +21,6 @@ from memstack.providers.base import Message
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
-from memstack.service.render import DEFAULT_BUDGET
 from memstack.service.tools import StoreMemoryTool
 from memstack.tools import Tool
 
@@ -38,7 +37,8 @@ class MemoryServiceBinding:
     agent_id: str
     session_id: str | None = None
     knowledge: KnowledgeBase | None = None
-    budget_chars: int = DEFAULT_BUDGET
+    budget_chars: int | None = None
+    """Characters the prompt blocks may take; None: every memory."""
 
 
 @dataclass(frozen=True, kw_only=True)

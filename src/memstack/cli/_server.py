@@ -95,7 +95,7 @@ class ServerGroup(click.Group):
         super().add_command(cmd, name)
 
     def add_store_command(self, cmd: click.Command) -> None:
-        """A command that opens the server's store itself (with the server stopped), not
+        """A command that opens the server's store itself (the server may run), not
         a server: it takes --db / --postgres-url, not --url / --api-key."""
         super().add_command(cmd)
 

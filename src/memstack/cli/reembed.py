@@ -45,10 +45,11 @@ def reembed_command(
 ) -> None:
     """Embed the memories of the server's store again with the configured model (the one
     `memstack serve` runs with the same settings: MEMSTACK_LOCAL_MODEL, --local-model,
-    ...), every namespace whose vectors come from another model. Stop the server first.
-    Each namespace is embedded beside itself and replaces it only when complete, so it
-    stays searchable with its old model until then; an interrupted run is taken up where
-    it stopped by running it again."""
+    ...), every namespace whose vectors come from another model; then restart the server
+    with that model. Each namespace is embedded beside itself and replaces it only when
+    complete and unchanged since (what a running server wrote meanwhile is copied first),
+    so it stays searchable with its old model until then; an interrupted run is taken up
+    where it stopped by running it again."""
     from memstack.bench.progress import progress_bar
     from memstack.embeddings import resolve_embedder
     from memstack.service.reembed import namespace_models, reembed, to_reembed

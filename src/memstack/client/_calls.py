@@ -93,6 +93,17 @@ def store(
     return Call(method="POST", path="/api/memories", body=body)
 
 
+def store_many(memories: Sequence[Mapping[str, object]]) -> Call[t.MemoryBatch]:
+    """Store 1 to 100 memories, each a dict of ``store``'s arguments (``agent_id``,
+    ``key``, ``value``; ``scope``, ``session_id``, ``metadata``, ``ttl``, ``provenance``,
+    ``provenance_detail``), all or none: one bad memory is an error naming it
+    (``memories[3].value``) and nothing is stored. Returns them as stored, in order."""
+    if isinstance(memories, Mapping | str):
+        raise InvalidInput("give a list of memories, each a dict.", field="memories")
+    body = {"memories": [dict(m) for m in memories]}
+    return Call(method="POST", path="/api/memories:batch", body=body)
+
+
 def get(memory_id: str) -> Call[t.Memory]:
     """The memory with this id (``NotFound`` when there is none)."""
     return Call(method="GET", path=f"/api/memories/{_segment(memory_id)}")
@@ -200,12 +211,15 @@ def search(
     as_of: float | None = None,
     provenances: Sequence[t.Provenance] | None = None,
     min_score: float | None = None,
+    metadata: Mapping[str, JSON] | None = None,
 ) -> Call[t.SearchResults]:
     """Hybrid (default), full-text or semantic search, best first, of the current
     versions; with ``as_of`` (seconds since the epoch) of those valid at that moment;
     with ``provenances`` of the memories of those provenances only. Each hit shows its
     memory's ``provenance`` beside its scores; ``min_score`` keeps the hits whose
-    ``calibrated`` score (0 to 1, the same scale for every query) is at least that."""
+    ``calibrated`` score (0 to 1, the same scale for every query) is at least that;
+    ``metadata`` keeps the memories whose metadata matches it, each key equal to a value
+    or one of ``{"$in": [values]}``."""
     body: dict[str, object] = {"query": query, "mode": mode, "limit": limit}
     body |= _given(
         agent_id=agent_id,
@@ -215,6 +229,7 @@ def search(
         as_of=as_of,
         provenances=_listed(provenances),
         min_score=min_score,
+        metadata=metadata,
     )
     return Call(method="POST", path="/api/memories/search", body=body)
 

@@ -46,7 +46,7 @@ def _awaitable(
 
 class MemoryClient:
     """The memory server's REST API, blocking. ``base_url`` defaults to ``MEMSTACK_URL``
-    (else ``http://127.0.0.1:8765``), ``api_key`` to ``MEMSTACK_API_KEY``. Use it as a
+    (else ``http://127.0.0.1:8000``), ``api_key`` to ``MEMSTACK_API_KEY``. Use it as a
     context manager or call ``close()``.
 
     Errors: ``NotFound`` (404), ``InvalidInput`` (400/413/422, ``field`` names the
@@ -77,6 +77,7 @@ class MemoryClient:
         return call.result(decode(response))
 
     store = _blocking(calls.store)
+    store_many = _blocking(calls.store_many)
     get = _blocking(calls.get)
     history = _blocking(calls.history)
     update = _blocking(calls.update)
@@ -211,6 +212,7 @@ class AsyncMemoryClient:
         return call.result(decode(response))
 
     store = _awaitable(calls.store)
+    store_many = _awaitable(calls.store_many)
     get = _awaitable(calls.get)
     history = _awaitable(calls.history)
     update = _awaitable(calls.update)

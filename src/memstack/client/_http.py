@@ -13,7 +13,7 @@ from memstack.errors import AuthError, ConfigError, InvalidInput, NotFound, Stor
 
 __all__ = ["DEFAULT_URL", "decode", "resolve_settings", "unreachable"]
 
-DEFAULT_URL: Final = "http://127.0.0.1:8765"
+DEFAULT_URL: Final = "http://127.0.0.1:8000"
 """Where ``memstack serve`` listens by default."""
 
 

@@ -2,7 +2,7 @@
 line, as ``GET /api/memories?include_superseded=true`` lists it (``id``, ``agent_id``,
 ``scope``, ``key``, ``value``, ``session_id``, ``metadata``, ``expires_at``,
 ``created_at``, ``updated_at``, ``valid_from``, ``valid_to``, ``superseded_by``,
-``closed_reason``, ``provenance``, ``provenance_detail``): every current and closed
+``closed_reason``, ``version_id``, ``provenance``, ``provenance_detail``): every current and closed
 version, newest first, paged by cursor, however many there are.
 
 Importing groups the lines by memory (agent, scope, session, key) and writes each memory
@@ -53,6 +53,7 @@ _VERSION: Final = (
     "expires_at",
     "superseded_by",
     "closed_reason",
+    "version_id",
     "provenance_detail",
 )
 """A line's fields that ``restore`` takes as a version's (``provenance`` apart)."""
@@ -122,11 +123,12 @@ def read_export(
 
 
 def _identity(data: dict[str, object]) -> tuple[object, ...]:
-    """What makes a line's memory the same as another's: scope and key, and for an
-    agent or session memory its agent and session (a global one's versions may come
-    from several agents)."""
-    if data["scope"] == "global":
-        return ("global", data["key"])
+    """What makes a line's memory the same as another's: the memory ``id`` an export
+    lists on each version (a global memory written before its agent was part of its
+    identity may hold versions of several agents); without one, its identity: agent,
+    scope, session and key (the ``(agent_id, scope, key)`` identity)."""
+    if isinstance(data.get("id"), str):
+        return ("id", data["id"])
     return (data["scope"], data["agent_id"], data.get("session_id"), data["key"])
 
 
@@ -168,7 +170,8 @@ def _version_problem(data: dict[str, object]) -> str | None:
     provenance = data.get("provenance")
     if provenance is not None and provenance not in get_args(t.Provenance):
         return f"has provenance {provenance!r}; use {', '.join(get_args(t.Provenance))} or null"
-    for name in ("session_id", "expires_at", "provenance_detail", "superseded_by", *_TIMES):
+    strings = ("session_id", "expires_at", "provenance_detail", "superseded_by", "version_id")
+    for name in (*strings, *_TIMES):
         if data.get(name) is not None and not isinstance(data[name], str):
             return f"needs {name} as a string or null"
     for name in ("expires_at", *_TIMES):

@@ -23,6 +23,7 @@ __all__ = [
     "KnowledgeHit",
     "KnowledgeResults",
     "Memory",
+    "MemoryBatch",
     "MemoryHistory",
     "MemoryKind",
     "MemoryPage",
@@ -77,8 +78,10 @@ class Memory(TypedDict):
     valid_to: str | None
     """ISO 8601 UTC: until when it held; None while it is the current version."""
     superseded_by: str | None
-    """The id of the memory whose newer version replaced this one."""
+    """The ``version_id`` of the version that came after this one; None while current."""
     closed_reason: ClosedReason | None
+    version_id: NotRequired[str | None]
+    """This version's own id, kept when it is closed (absent from older servers)."""
     provenance: Provenance | None
     """None: stored before memories had provenance."""
     provenance_detail: str | None
@@ -98,6 +101,11 @@ class MemoryPage(TypedDict):
     offset: int
     next_cursor: str | None
     """Pass it as ``cursor`` for the page after this one; None on the last page."""
+
+
+class MemoryBatch(TypedDict):
+    memories: list[Memory]
+    """The memories of a ``store_many``, as stored, in the order given."""
 
 
 class Restored(TypedDict):

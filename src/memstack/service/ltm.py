@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Final, TypeVar
 
 import numpy as np
@@ -40,7 +40,16 @@ from memstack.service.types import (
     as_closed_reason,
     as_provenance,
 )
-from memstack.storage import Cap, Expect, Filter, Namespace, Order, Record, RecordStore
+from memstack.storage import (
+    Cap,
+    Expect,
+    Filter,
+    MetadataIn,
+    Namespace,
+    Order,
+    Record,
+    RecordStore,
+)
 from memstack.storage.backend import stamp
 from memstack.storage.namespace import decode_part, encode_part
 from memstack.storage.versions import (
@@ -60,9 +69,11 @@ __all__ = [
     "LongTermTier",
     "Restoring",
     "Written",
+    "WrittenMany",
     "encode_part",
     "from_record",
     "memory_filter",
+    "metadata_conditions",
     "retried",
 ]
 
@@ -70,6 +81,11 @@ FIRST_EPOCH: Final = "0"
 """The epoch before anything ever bumped it."""
 _EPOCH_ID: Final = "short-term"
 _PAGE: Final = 1_000
+_VERSION: Final = "version"
+"""The record metadata key of a version's ``version_id``."""
+_FOLLOWED_BY: Final = "followed_by"
+"""The record metadata key of a closed copy naming the ``version_id`` that came after it
+(the record's own ``superseded_by`` names the memory: how its versions are found)."""
 TRIES: Final = 50
 """How many times a write of a memory is tried while other writers keep changing it."""
 _T = TypeVar("_T")
@@ -82,6 +98,24 @@ class Written:
     ``valid_from`` set."""
     evicted: list[str]
     """The ids the bucket's cap evicted (closed) in the same transaction."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WrittenMany:
+    memories: list[Memory]
+    """The memories as stored (``Written.memory``), in the order given."""
+    evicted: dict[str, list[str]]
+    """The ids the caps evicted (closed) in the same transaction, by bucket."""
+
+
+@dataclass
+class _Plan:
+    """The writes of one ``upsert_many`` transaction, gathered memory by memory."""
+
+    upserts: list[Record] = field(default_factory=list)
+    deletes: dict[Namespace | str, list[str]] = field(default_factory=dict)
+    expect: list[Expect] = field(default_factory=list)
+    written: dict[str, Memory] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,7 +183,8 @@ class LongTermTier:
           ``keep`` are closed as evicted and their index entries deleted; the bucket keeps
           at most ``keep * KEPT_VERSIONS`` closed records (earliest closed deleted first).
 
-        A version never outlives the memory's TTL at the time it was replaced.
+        A closed version keeps its own TTL (the one it had while current), and names the
+        version that came after it (``superseded_by`` of the memory read back).
 
         ``over``: the current version the caller computed ``memory`` from (an update of
         some of its fields); when the memory is no longer at it, ``WriteConflict`` at
@@ -178,6 +213,66 @@ class LongTermTier:
             return Written(memory=written, evicted=result.evicted.get(namespace.encode(), []))
 
         return attempt() if over is not None else retried(attempt, f"memory {memory.id!r}")
+
+    def upsert_many(
+        self,
+        memories: Sequence[Memory],
+        embeddings: Sequence[npt.NDArray[np.float32] | None],
+        *,
+        keep: int = 0,
+        model_id: str | None = None,
+    ) -> WrittenMany:
+        """``upsert`` of several memories (each id once, ``embeddings`` beside them) in
+        one transaction, each over its current version as the transaction finds it (read
+        again and retried while other writers change one): all are written, or none.
+        Each bucket's cap applies as for ``upsert``."""
+        vectors = {m.id: v for m, v in zip(memories, embeddings, strict=True)}
+        groups: dict[Namespace, builtins.list[Memory]] = {}
+        for memory in memories:
+            groups.setdefault(self.namespace(memory.tenant, memory.bucket), []).append(memory)
+
+        def attempt() -> WrittenMany:
+            plan = _Plan()
+            for namespace, group in groups.items():
+                self._plan(plan, namespace, group, vectors)
+            result = self.records.write(
+                upserts=plan.upserts,
+                deletes=plan.deletes,
+                caps=[_cap(ns, keep) for ns in groups] if keep > 0 else (),
+                model_id=model_id,
+                expect=plan.expect,
+            )
+            return WrittenMany(
+                memories=[plan.written[m.id] for m in memories],
+                evicted={ns.parts[-1]: result.evicted.get(ns.encode(), []) for ns in groups},
+            )
+
+        more = f" (and {len(memories) - 1} more)" if len(memories) > 1 else ""
+        return retried(attempt, f"memory {memories[0].id!r}{more}")
+
+    def _plan(
+        self,
+        plan: _Plan,
+        namespace: Namespace,
+        group: Sequence[Memory],
+        vectors: dict[str, npt.NDArray[np.float32] | None],
+    ) -> None:
+        """Add the writes of ``group`` (memories of ``namespace``) to ``plan``: each the
+        next version over what is stored now (``next_version``), as ``upsert`` writes it."""
+        ids = [m.id for m in group]
+        seen = self.records.fetch(namespace, ids, Filter(include_expired=True))
+        closed = self._versions(namespace, ids)
+        for memory in group:
+            stored = seen.get(memory.id)
+            current = stored if stored is not None and self._live(stored) else None
+            written, archived = next_version(memory, current)
+            plan.written[memory.id] = written
+            plan.upserts += [_to_record(written, vectors[memory.id]), self._index_record(written)]
+            if archived is not None:
+                plan.upserts.append(archived)
+                own = [r for r in closed if r.superseded_by == memory.id]
+                plan.deletes.setdefault(namespace, []).extend(beyond_kept(own))
+            plan.expect.append(Expect(namespace=namespace.encode(), id=memory.id, seen=stored))
 
     def restore(
         self,
@@ -459,6 +554,12 @@ def memory_filter(
     )
 
 
+def metadata_conditions(wanted: Mapping[str, tuple[JSON, ...]]) -> tuple[MetadataIn, ...]:
+    """The record conditions of a memory metadata filter (each key with the values it
+    may hold): a memory's own metadata sits under its record's ``metadata`` key."""
+    return tuple(MetadataIn(path=("metadata", key), values=v) for key, v in wanted.items())
+
+
 def _cap(namespace: Namespace, keep: int) -> Cap:
     """The cap of a bucket: ``keep`` current memories, ``KEPT_VERSIONS`` closed records
     for each; what it evicts is closed and leaves the id index."""
@@ -475,23 +576,51 @@ def _cap(namespace: Namespace, keep: int) -> Cap:
 def next_version(memory: Memory, stored: Record | None) -> tuple[Memory, Record | None]:
     """The memory to write over ``stored`` (the record with its id, if any), and the
     closed copy of ``stored`` to keep beside it (None: overwrite in place). A closed
-    copy keeps the provenance it had."""
-    memory = replace(memory, valid_to=None, superseded_by=None, closed_reason=None)
+    copy keeps the provenance and the TTL it had, and names the new version (its
+    ``version_id``) as the one that came after it; a rewrite in place keeps the version's
+    id."""
+    memory = replace(
+        memory,
+        valid_to=None,
+        superseded_by=None,
+        closed_reason=None,
+        version_id=new_version_id(),
+    )
     memory = _with_provenance(memory, stored if stored and stored.valid_to is None else None)
     if stored is None:
         return replace(memory, valid_from=memory.created_at), None
     if stored.valid_to is not None:  # evicted: kept as it was, the memory starts anew
         reason = as_closed_reason(stored.closed_reason) or "evicted"
-        kept = closed_copy(
-            stored, memory.id, at=stored.valid_to, reason=reason, expires_at=memory.expires_at
-        )
-        return replace(memory, valid_from=memory.created_at), kept
+        kept = closed_copy(stored, memory.id, at=stored.valid_to, reason=reason, expires_at=None)
+        return replace(memory, valid_from=memory.created_at), _followed_by(kept, memory)
     memory = replace(memory, created_at=stored.created_at)
     if stored.metadata.get("value") == memory.value:
-        return replace(memory, valid_from=starts(stored)), None
+        own = stored.metadata.get(_VERSION)
+        kept_id = own if isinstance(own, str) else memory.version_id
+        return replace(memory, valid_from=starts(stored), version_id=kept_id), None
     at = closing_time(stored, memory.updated_at)
-    kept = closed_copy(stored, memory.id, at=at, reason="superseded", expires_at=memory.expires_at)
-    return replace(memory, valid_from=at), kept
+    kept = closed_copy(stored, memory.id, at=at, reason="superseded", expires_at=None)
+    return replace(memory, valid_from=at), _followed_by(kept, memory)
+
+
+def new_version_id() -> str:
+    """A fresh ``version_id``: unique, whatever the clock says (versions may start at
+    the same moment)."""
+    return f"ver_{uuid.uuid4().hex}"
+
+
+def _followed_by(closed: Record, after: Memory) -> Record:
+    """The closed copy naming the version that came after it; a version written before
+    versions had ids gets one now."""
+    own = closed.metadata.get(_VERSION)
+    return replace(
+        closed,
+        metadata={
+            **closed.metadata,
+            _VERSION: own if isinstance(own, str) else new_version_id(),
+            _FOLLOWED_BY: after.version_id,
+        },
+    )
 
 
 def _with_provenance(memory: Memory, current: Record | None) -> Memory:
@@ -516,7 +645,8 @@ def _chain_records(
     """The records of a memory's versions (``restore.check_chain``): the one without
     ``superseded_by`` under the memory's id, each other a closed copy (``as_version_of``)."""
     out: builtins.list[Record] = []
-    for version, embedding in zip(chain, embeddings, strict=True):
+    named = [v if v.version_id else replace(v, version_id=new_version_id()) for v in chain]
+    for at, (version, embedding) in enumerate(zip(named, embeddings, strict=True)):
         record = replace(
             _to_record(version, embedding),
             valid_to=version.valid_to,
@@ -525,6 +655,8 @@ def _chain_records(
         )
         if version.superseded_by is not None and version.valid_to is not None:
             record = as_version_of(record, version.id, version.valid_to)
+            if at + 1 < len(named):
+                record = _followed_by(record, named[at + 1])
         out.append(record)
     return out
 
@@ -541,6 +673,7 @@ def _to_record(memory: Memory, embedding: npt.NDArray[np.float32] | None = None)
             "value": memory.value,
             "session_id": memory.session_id,
             "metadata": memory.metadata,
+            **({} if memory.version_id is None else {_VERSION: memory.version_id}),
         },
         created_at=memory.created_at,
         updated_at=memory.updated_at,
@@ -562,8 +695,10 @@ def _from_record(tenant: str, record: Record) -> Memory:
     scope = record.kind if record.kind in SCOPES else "agent"
     session = meta.get("session_id")
     user_meta = to_json(meta.get("metadata") or {}, field="metadata")
+    memory_id = memory_of(record)
+    version, followed_by = meta.get(_VERSION), meta.get(_FOLLOWED_BY)
     return Memory(
-        id=memory_of(record),
+        id=memory_id,
         tenant=tenant,
         agent_id=str(meta.get("agent_id", "")),
         scope=scope,
@@ -576,8 +711,13 @@ def _from_record(tenant: str, record: Record) -> Memory:
         updated_at=record.updated_at,
         valid_from=starts(record),
         valid_to=record.valid_to,
-        superseded_by=record.superseded_by,
+        superseded_by=(
+            followed_by
+            if isinstance(followed_by, str) and record.superseded_by is not None
+            else record.superseded_by
+        ),
         closed_reason=as_closed_reason(record.closed_reason),
+        version_id=version if isinstance(version, str) else None,
         provenance=as_provenance(record.provenance),
         provenance_detail=record.provenance_detail,
     )

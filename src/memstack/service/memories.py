@@ -16,8 +16,8 @@ import logging
 import threading
 import time
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from memstack._json import JSON
@@ -26,7 +26,6 @@ from memstack.embeddings import Embedder
 from memstack.errors import InvalidInput, NotFound
 from memstack.longterm.calibration import CALIBRATION, check_min_score, coverage
 from memstack.service.checks import (
-    check_key,
     check_memory_id,
     check_metadata,
     check_provenance,
@@ -36,12 +35,19 @@ from memstack.service.checks import (
     check_validity,
     check_value,
 )
+from memstack.service.global_identity import migrate_global_identity
 from memstack.service.knowledge import KnowledgeBase
-from memstack.service.ltm import LongTermTier, from_record, memory_filter, retried
+from memstack.service.ltm import (
+    LongTermTier,
+    from_record,
+    memory_filter,
+    metadata_conditions,
+    retried,
+)
+from memstack.service.metadata_filter import MetadataWanted, check_metadata_filter
 from memstack.service.paging import decode_cursor, encode_cursor
 from memstack.service.principal import Principal
 from memstack.service.prompt import KNOWLEDGE_HITS, PromptContext, assemble, check_budget
-from memstack.service.render import DEFAULT_BUDGET
 from memstack.service.restore import (
     MAX_RESTORE_MEMORIES,
     MemoryIn,
@@ -60,15 +66,23 @@ from memstack.service.types import (
     Provenance,
     Scope,
     check_id_part,
-    memory_id,
+)
+from memstack.service.writes import (
+    DEFAULT_SESSION,
+    MemoryWrite,
+    batch_memories,
+    new_memory,
+    refuse_batch_secrets,
 )
 from memstack.storage import Filter, Record, RecordStore
-from memstack.storage._text import query_words
+from memstack.storage._text import SEARCH_STOPWORDS, keyword_query, query_words
 from memstack.storage.hybrid import KEYWORD_WEIGHT, fused_candidates
 
 __all__ = [
     "DEFAULT_LTM_MAX_ENTRIES",
     "DEFAULT_SESSION",
+    "AgentPage",
+    "AgentSummary",
     "MemoryPage",
     "MemoryService",
     "SearchHit",
@@ -76,8 +90,6 @@ __all__ = [
 ]
 
 DEFAULT_LTM_MAX_ENTRIES: Final = 200
-DEFAULT_SESSION: Final = "default"
-"""The session of a session-scoped memory stored or read without a ``session_id``."""
 MAX_LIST_LIMIT: Final = 500
 MAX_LIST_OFFSET: Final = 10_000
 """Deepest ``offset`` a listing takes (each bucket's first ``offset + limit`` rows are
@@ -107,6 +119,8 @@ class _Where:
     as_of: float | None = None
     include_superseded: bool = False
     provenances: tuple[Provenance, ...] | None = None
+    metadata: MetadataWanted = field(default_factory=dict)
+    """Each metadata key a memory must have, with the values it may hold."""
 
     def __post_init__(self) -> None:
         # An id no memory can have is refused, as a store refuses it (and the OpenAPI
@@ -115,7 +129,7 @@ class _Where:
             check_id_part(self.session_id, "session_id")
 
     def filter_for(self, bucket: str) -> Filter | None:
-        return memory_filter(
+        found = memory_filter(
             scope=self.scope,
             session_id=self.session_id,
             key=self.key,
@@ -124,6 +138,9 @@ class _Where:
             include_superseded=self.include_superseded,
             provenances=self.provenances,
         )
+        if not self.metadata:
+            return found
+        return replace(found or Filter(), metadata_in=metadata_conditions(self.metadata))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,6 +151,22 @@ class MemoryPage:
     offset: int
     next_cursor: str | None = None
     """Pass it as ``cursor`` for the page after this one; None on the last page."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentSummary:
+    agent_id: str
+    memories: int
+    """Its current memories of its own (agent and session scope; 0 when only closed or
+    expired ones are left)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentPage:
+    agents: builtins.list[AgentSummary]
+    total: int
+    limit: int
+    offset: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,6 +225,8 @@ class MemoryService:
         # Without it they race each other's read-then-write and retry, so threads storing
         # one memory write far fewer a second, and some run out of tries.
         self._write_locks = [threading.Lock() for _ in range(_WRITE_LOCKS)]
+        self._migrated = False
+        self._migrating = threading.Lock()
 
     # -- writing -----------------------------------------------------------------------
 
@@ -216,37 +251,42 @@ class MemoryService:
         ``provenance`` says how it was learned (``PROVENANCES``), ``provenance_detail``
         the model, tool or source; without a ``provenance`` an upsert keeps the current
         one's, and a new memory is ``user_stated`` (an agent stores what it was told)."""
-        check_id_part(agent_id, "agent_id")
-        principal.check_agent(agent_id)
-        scope = check_scope(scope)
-        session_id = _writable_session(principal, scope, session_id)
-        key, value = check_key(key), check_value(value)
-        meta = check_metadata(metadata)
-        provenance = check_provenance(provenance)
-        provenance_detail = check_provenance_detail(provenance_detail)
-        now = self.clock.now()
-        expires_at = expiry_from_ttl(ttl, now=now)
-        mid = memory_id(
-            tenant=principal.tenant, scope=scope, agent_id=agent_id, session_id=session_id, key=key
+        given = MemoryWrite(
+            agent_id=agent_id,
+            key=key,
+            value=value,
+            scope=scope,
+            session_id=session_id,
+            metadata=metadata,
+            ttl=ttl,
+            provenance=provenance,
+            provenance_detail=provenance_detail,
         )
-        return await asyncio.to_thread(
-            self._write,
-            Memory(
-                id=mid,
-                tenant=principal.tenant,
-                agent_id=agent_id,
-                scope=scope,
-                key=key,
-                value=value,
-                session_id=session_id,
-                metadata=meta,
-                expires_at=expires_at,
-                created_at=now,
-                updated_at=now,
-                provenance=provenance,
-                provenance_detail=provenance_detail,
-            ),
+        memory = new_memory(principal, given, now=self.clock.now())
+        return await asyncio.to_thread(self._write, memory)
+
+    async def store_many(
+        self, principal: Principal, memories: Sequence[MemoryWrite]
+    ) -> builtins.list[Memory]:
+        """Store up to ``MAX_BATCH_MEMORIES`` memories, each as ``store`` stores it, all
+        or none: each is checked (its secrets refused) before anything is written, an
+        error naming it (``memories[3].value``), and they are written in one transaction
+        (an ``InvalidInput`` for the same memory twice). Returns them as stored, in order."""
+        checked = batch_memories(principal, memories, now=self.clock.now())
+        return await asyncio.to_thread(self._write_many, checked)
+
+    def _write_many(self, memories: builtins.list[Memory]) -> builtins.list[Memory]:
+        refuse_batch_secrets(memories)  # here, in the worker thread, off the loop
+        self._migrate_once()
+        vectors = self.embedder.embed_batch([f"{m.key}: {m.value}" for m in memories])
+        written = self.long_term.upsert_many(
+            memories, list(vectors), keep=self.ltm_max_entries, model_id=self.embedder.model_id
         )
+        for memory in written.memories:
+            self._stm_put(memory)
+        for bucket, ids in written.evicted.items():
+            self._stm_remove(memories[0].tenant, bucket, ids)
+        return written.memories
 
     async def update(
         self,
@@ -299,8 +339,21 @@ class MemoryService:
 
         return await asyncio.to_thread(retried, attempt, f"memory {memory_id!r}")
 
+    def _migrate_once(self) -> None:
+        """Move global memories a store kept under their old ids (``global_identity``)
+        before this service writes the first memory: a write under the new id must find
+        the memory it updates. Once per service (and, through its marker, per store)."""
+        if self._migrated:
+            return
+        with self._migrating:
+            if not self._migrated:
+                if migrate_global_identity(self.long_term, self.clock.now()):
+                    self._sync.invalidate(self.clock.now())  # buckets hold the old ids
+                self._migrated = True
+
     def _write(self, memory: Memory, over: Memory | None = None) -> Memory:
         refuse_memory_secrets(memory)  # here, in the worker thread, off the loop
+        self._migrate_once()
         vector = self.embedder.embed_batch([f"{memory.key}: {memory.value}"])[0]
         with self._write_locks[zlib.crc32(memory.id.encode()) % _WRITE_LOCKS]:
             written = self.long_term.upsert(
@@ -404,6 +457,7 @@ class MemoryService:
 
     def _restore(self, chains: builtins.list[builtins.list[Memory]], replace: bool) -> Restored:
         refuse_chain_secrets(chains)  # here, in the worker thread, off the loop
+        self._migrate_once()
         texts = [f"{m.key}: {m.value}" for chain in chains for m in chain]
         vectors = iter(self.embedder.embed_batch(texts))
         embeddings = [[next(vectors) for _ in chain] for chain in chains]
@@ -515,6 +569,22 @@ class MemoryService:
 
         return await asyncio.to_thread(listed)
 
+    async def agents(self, principal: Principal, *, limit: int = 50, offset: int = 0) -> AgentPage:
+        """A page of the tenant's agents that have memories of their own (agent or session
+        scope), by agent id, each with how many are current; a key bound to agents sees
+        those only. Global memories are the tenant's: they count under no agent."""
+        limit, offset = _check_page(limit, offset, MAX_LIST_LIMIT)
+
+        def listed() -> AgentPage:
+            known = sorted(b for b in self._buckets(principal, None, None) if b != GLOBAL_BUCKET)
+            page = [
+                AgentSummary(agent_id=b, memories=self.long_term.count(principal.tenant, b))
+                for b in known[offset : offset + limit]
+            ]
+            return AgentPage(agents=page, total=len(known), limit=limit, offset=offset)
+
+        return await asyncio.to_thread(listed)
+
     def _buckets(
         self, principal: Principal, agent_id: str | None, scope: Scope | None
     ) -> builtins.list[str]:
@@ -597,10 +667,13 @@ class MemoryService:
         as_of: float | None = None,
         provenances: Sequence[Provenance] | None = None,
         min_score: float | None = None,
+        metadata: Mapping[str, JSON] | None = None,
     ) -> builtins.list[SearchHit]:
         """Full-text, semantic or hybrid search of the long-term tier, best first; of the
         current versions, or with ``as_of`` of the versions valid at that moment (each
-        carries the ``id`` of its memory); of any provenance, or of ``provenances``.
+        carries the ``id`` of its memory); of any provenance, or of ``provenances``; of
+        the memories whose metadata ``metadata`` matches (each key equal to a value, or
+        one of ``{"$in": [values]}``: ``metadata_filter``), selected in the database.
 
         Each hit's ``calibrated`` is its ``score`` (the hybrid relevance) read through
         the calibration of long-term recall, comparable across queries; ``min_score``
@@ -624,6 +697,7 @@ class MemoryService:
             agent_id=agent_id,
             as_of=as_of,
             provenances=wanted,
+            metadata=check_metadata_filter(metadata),
         )
 
         def searched() -> builtins.list[SearchHit]:  # one thread hop for buckets and search
@@ -643,11 +717,12 @@ class MemoryService:
         limit: int,
     ) -> builtins.list[SearchHit]:
         vector = None if mode == "text" else self.embedder.embed_batch([query])[0]
-        # One fusion over every bucket's candidates: keyword scores share one scale.
+        # One fusion over every bucket's candidates: keyword scores share one scale. The
+        # embedding reads the whole question; the keywords leave out its generic words.
         hits = fused_candidates(
             self.long_term.records,
             [self.long_term.namespace(tenant, bucket) for bucket in buckets],
-            query=query,
+            query=keyword_query(query, SEARCH_STOPWORDS),
             vector=vector,
             pool=max(4 * limit, 40),
             keyword_weight=0.0 if mode == "semantic" else KEYWORD_WEIGHT,
@@ -717,13 +792,15 @@ class MemoryService:
         agent_id: str,
         session_id: str | None = None,
         query: str | None = None,
-        budget: int = DEFAULT_BUDGET,
+        budget: int | None = None,
         knowledge: KnowledgeBase | None = None,
     ) -> PromptContext:
         """What to inject before an agent runs, built here once for every transport: the
         ``<memories>`` block of the agent's memories (its session's, its own, the global
-        ones) within ``budget`` characters and, for a ``query``, the ``<knowledge>`` block
-        of the best passages within half of it (``knowledge`` overrides the service's)."""
+        ones: every one, or within ``budget`` characters when
+        one is given, with a line saying how many it left out) and, for a ``query``, the
+        ``<knowledge>`` block of the best passages within half of the budget (of
+        ``DEFAULT_BUDGET`` without one; ``knowledge`` overrides the service's)."""
         budget = check_budget(budget)
         found = await self.context(principal, agent_id=agent_id, session_id=session_id)
         base = knowledge or self.knowledge
@@ -736,7 +813,7 @@ class MemoryService:
         *,
         agent_id: str,
         session_id: str | None = None,
-        budget_chars: int = DEFAULT_BUDGET,
+        budget_chars: int | None = None,
     ) -> str:
         """The ``<memories>`` block of ``prompt_context`` alone (``""`` when empty)."""
         found = await self.prompt_context(
@@ -752,6 +829,7 @@ class MemoryService:
         return await asyncio.to_thread(self._warmup)
 
     def _warmup(self) -> int:
+        self._migrate_once()
         loaded = 0
         now = self.clock.now()
         started = time.perf_counter()
@@ -775,23 +853,6 @@ def _erased(where: _Where, bucket: str) -> Filter:
     return replace(
         where.filter_for(bucket) or Filter(), include_expired=True, include_superseded=True
     )
-
-
-def _writable_session(principal: Principal, scope: Scope, session_id: str | None) -> str | None:
-    """The session a memory of ``scope`` stored by ``principal`` belongs to: only a
-    session memory has one (``DEFAULT_SESSION`` when not given); a global one needs the
-    right to write global memories."""
-    if scope == "global":
-        principal.check_global_write(field="scope")
-    if scope == "session":
-        session_id = DEFAULT_SESSION if session_id is None else session_id
-        check_id_part(session_id, "session_id")
-    elif session_id is not None:
-        raise InvalidInput(
-            "session_id is only for scope 'session'; drop it or set scope to 'session'.",
-            field="session_id",
-        )
-    return session_id
 
 
 def _check_page(limit: object, offset: object, max_limit: int) -> tuple[int, int]:

@@ -2,7 +2,9 @@
 
 ``MemoryService.prompt_context`` is the one entry every transport calls (REST
 ``/api/context``, MCP ``get_context``, the agents' ``MemoryServiceBinding``); this module
-holds its budget rule and how the blocks are put together."""
+holds its budget rule and how the blocks are put together: every memory unless the
+caller gives a budget, the knowledge within half of the budget, or of ``DEFAULT_BUDGET``
+without one."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Final
 
 from memstack.errors import InvalidInput
 from memstack.service.knowledge import KnowledgeHit, render_knowledge
-from memstack.service.render import render_memories
+from memstack.service.render import DEFAULT_BUDGET, render_memories
 from memstack.service.types import Memory
 
 __all__ = [
@@ -42,8 +44,10 @@ class PromptContext:
         return "\n\n".join(b for b in (self.memories_block, self.knowledge_block) if b)
 
 
-def check_budget(budget: object) -> int:
-    """``budget`` as an int of characters, or ``InvalidInput`` naming it."""
+def check_budget(budget: object) -> int | None:
+    """``budget`` as an int of characters (None: no budget), or ``InvalidInput`` naming it."""
+    if budget is None:
+        return None
     if isinstance(budget, bool) or not isinstance(budget, int):
         raise InvalidInput(
             f"budget must be an int from {MIN_BUDGET} to {MAX_BUDGET}.", field="budget"
@@ -56,11 +60,12 @@ def check_budget(budget: object) -> int:
     return budget
 
 
-def assemble(found: list[Memory], hits: list[KnowledgeHit], budget: int) -> PromptContext:
-    """The blocks of ``found`` memories within ``budget`` characters and of the knowledge
-    ``hits`` within half of it."""
+def assemble(found: list[Memory], hits: list[KnowledgeHit], budget: int | None) -> PromptContext:
+    """The blocks of ``found`` memories, all of them or within ``budget`` characters, and
+    of the knowledge ``hits`` within half of the budget (of ``DEFAULT_BUDGET`` without one)."""
+    knowledge_budget = (DEFAULT_BUDGET if budget is None else budget) // 2
     return PromptContext(
         memories=found,
         memories_block=render_memories(found, budget_chars=budget),
-        knowledge_block=render_knowledge(hits, budget_chars=max(MIN_BUDGET, budget // 2)),
+        knowledge_block=render_knowledge(hits, budget_chars=max(MIN_BUDGET, knowledge_budget)),
     )

@@ -7,12 +7,15 @@ embedding every record again, every version and expired one included.
 
 A namespace is embedded again beside itself, never in place: its records are copied, a
 batch per transaction, with new vectors into ``Namespace("reembed", <its name>)``, which
-no reader lists; then the copy replaces the namespace. Until that last step the
-namespace stays whole and searchable with its old model; a run that stops half way
-(interrupted, crashed) is taken up where it stopped by the next run, since a record
-already copied unchanged is not embedded again, and a copy whose namespace was
-already removed is put in its place. The server must be stopped meanwhile: a record it
-wrote after its page was copied would be lost with the old namespace.
+no reader lists; then the copy replaces the namespace, in one transaction and only if
+it holds the records the namespace holds then (``RecordStore.replace_namespace``). A
+server may keep writing meanwhile: what it changed after its page was copied makes the
+swap refuse, and the next pass copies just that, so nothing it wrote is lost. After
+the swap, a server still on the old model is refused (``check_model``) until it is
+restarted with the new one. Until the swap the namespace stays whole and searchable
+with its old model; a run that stops half way (interrupted, crashed) is taken up where
+it stopped by the next run, since a record already copied unchanged is not embedded
+again, and a copy whose namespace was already removed is put in its place.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from memstack.embeddings import Embedder
+from memstack.errors import WriteConflict
 from memstack.service.knowledge_index import embedded_passage
 from memstack.storage import Filter, Namespace, Record, RecordStore
 from memstack.storage.backend import stamp
@@ -30,6 +34,7 @@ from memstack.storage.namespace import decode_part
 
 __all__ = [
     "DEFAULT_BATCH",
+    "PASSES",
     "NamespaceModel",
     "Progress",
     "Reembedded",
@@ -40,6 +45,9 @@ __all__ = [
 ]
 
 DEFAULT_BATCH: Final = 256
+PASSES: Final = 5
+"""Passes over a namespace that writers keep changing before a run gives up (each pass
+after the first copies only what changed)."""
 _EVERY: Final = Filter(include_expired=True, include_superseded=True)
 """Every record of a namespace: current, closed (history) and expired alike."""
 _STAGING: Final = Namespace("reembed").prefix()
@@ -132,20 +140,51 @@ def _reembed_one(
     held = records.namespace_info(staging)
     if held is not None and held.model_id != embedder.model_id:
         records.delete_namespace(staging)  # a stopped run's copy, by yet another model
+    embedded = 0
+    for _ in range(PASSES):
+        seen, copied = _copy_all(records, embedder, space, staging, batch, progress)
+        embedded += copied
+        _drop_gone(records, staging, seen)
+        try:
+            records.replace_namespace(staging, name)
+        except WriteConflict:
+            continue  # written meanwhile: the next pass copies only what changed
+        return Reembedded(
+            namespace=name, records=len(seen), embedded=embedded, from_model=space.model_id
+        )
+    raise WriteConflict(
+        f"namespace {name!r} changed during each of {PASSES} passes of embedding it again; "
+        "its copy is kept: run `memstack memories reembed` again when fewer writers are busy."
+    )
+
+
+def _copy_all(
+    records: RecordStore,
+    embedder: Embedder,
+    space: NamespaceModel,
+    staging: str,
+    batch: int,
+    progress: Progress | None,
+) -> tuple[set[str], int]:
+    """One pass over the namespace: each record not in the copy as it is now, copied.
+    A pass reads as many pages as the namespace held when it began (and one more), so a
+    writer adding records as fast as they are copied cannot keep it going; what it adds
+    after that is the next pass's. Returns the ids seen and how many were embedded."""
+    name = space.namespace
+    pages = records.count(name, _EVERY) // batch + 2
     seen: set[str] = set()
     embedded = 0
     after: tuple[float, str] | None = None
-    while page := records.list(name, filter=_EVERY, limit=batch, order="created_asc", after=after):
+    for _ in range(pages):
+        page = records.list(name, filter=_EVERY, limit=batch, order="created_asc", after=after)
+        if not page:
+            break
         after = (page[-1].created_at, page[-1].id)
         seen.update(r.id for r in page)
         embedded += _copy_page(records, embedder, staging, page)
         if progress is not None:
             progress(name, len(seen), space.records)
-    _drop_gone(records, staging, seen)
-    _replace(records, staging, name)
-    return Reembedded(
-        namespace=name, records=len(seen), embedded=embedded, from_model=space.model_id
-    )
+    return seen, embedded
 
 
 def _copy_page(
@@ -178,12 +217,6 @@ def _drop_gone(records: RecordStore, staging: str, seen: set[str]) -> None:
         gone.extend(r.id for r in page if r.id not in seen)
     if gone:
         records.delete(staging, gone)
-
-
-def _replace(records: RecordStore, staging: str, name: str) -> None:
-    """The copy takes the namespace's place: the old records go, the copy is renamed."""
-    records.delete_namespace(name)
-    records.rename_namespace(staging, name)
 
 
 def _orphans(records: RecordStore, prefix: str) -> builtins.list[str]:

@@ -8,34 +8,59 @@ from typing import Final
 from memstack._prompt_text import escape_prompt_text
 from memstack.service.types import Memory
 
-__all__ = ["DEFAULT_BUDGET", "render_memories", "xml_attr"]
+__all__ = ["DEFAULT_BUDGET", "left_out_note", "render_memories", "xml_attr"]
 
 
 DEFAULT_BUDGET: Final = 8_000
-"""Characters a prompt block may take when the caller does not say (every door)."""
+"""Characters of prompt context when the caller gives no budget: the ``<knowledge>``
+block takes at most half of it. The ``<memories>`` block has no budget unless the caller
+gives one: every memory is injected."""
+_OPENING: Final = "<memories>"
+_CLOSING: Final = "</memories>"
 
 
-def render_memories(memories: Sequence[Memory], *, budget_chars: int = DEFAULT_BUDGET) -> str:
-    """``<memories>`` with one ``<memory key=".." scope="..">`` per memory, in order,
-    skipping any that would take the block over ``budget_chars``; ``""`` when none fit.
+def render_memories(memories: Sequence[Memory], *, budget_chars: int | None = None) -> str:
+    """``<memories>`` with one ``<memory key=".." scope="..">`` per memory, in order;
+    ``""`` when there are none.
+
+    Every memory, unless ``budget_chars`` is given: then the block stays within it,
+    skipping the memories that would take it over, and says in a line of its own how many
+    it left out (``left_out_note``), so the model knows it sees only part of them.
 
     Values and keys are escaped (``escape_prompt_text``), so a stored value cannot close
     the block, not even with look-alike brackets."""
-    opening, closing = "<memories>", "</memories>"
-    parts: list[str] = []
-    used = len(opening) + len(closing) + 2
-    for memory in memories:
-        part = (
-            f"<memory key={xml_attr(memory.key)} scope={xml_attr(memory.scope)}>\n"
-            f"{escape_prompt_text(memory.value)}\n</memory>"
-        )
-        if used + len(part) + 1 > budget_chars:
-            continue
-        parts.append(part)
-        used += len(part) + 1
+    parts = [_part(memory) for memory in memories]
     if not parts:
         return ""
-    return "\n".join([opening, *parts, closing])
+    if budget_chars is None or _size(parts) <= budget_chars:
+        return "\n".join([_OPENING, *parts, _CLOSING])
+    # Room for the note first (its longest form: every memory left out), then the parts.
+    room = budget_chars - len(left_out_note(len(parts))) - 1
+    if room < _size([]):
+        return ""  # not even the note fits
+    kept: list[str] = []
+    for part in parts:
+        if _size([*kept, part]) <= room:
+            kept.append(part)
+    return "\n".join([_OPENING, *kept, left_out_note(len(parts) - len(kept)), _CLOSING])
+
+
+def left_out_note(count: int) -> str:
+    """The line a budgeted ``<memories>`` block ends with when it left ``count`` out."""
+    noun = "memory" if count == 1 else "memories"
+    return f"[{count} more {noun} left out to fit the budget]"
+
+
+def _part(memory: Memory) -> str:
+    return (
+        f"<memory key={xml_attr(memory.key)} scope={xml_attr(memory.scope)}>\n"
+        f"{escape_prompt_text(memory.value)}\n</memory>"
+    )
+
+
+def _size(parts: Sequence[str]) -> int:
+    """The length of the block holding ``parts`` (one newline after each line)."""
+    return len(_OPENING) + len(_CLOSING) + sum(len(p) + 1 for p in parts) + 1
 
 
 def xml_attr(value: str) -> str:

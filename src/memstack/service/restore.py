@@ -73,9 +73,11 @@ class VersionIn:
     """None: the current version."""
     expires_at: float | None = None
     superseded_by: str | None = None
-    """Set (to any memory id: the id follows from the identity) on a version a newer one
-    replaced; None on the memory's latest version."""
+    """Set on a version a newer one replaced (to anything: the next version by validity is
+    the one it names); None on the memory's latest version."""
     closed_reason: ClosedReason | None = None
+    version_id: str | None = None
+    """The version's own id, as listed; None: a new one."""
     provenance: Provenance | None = None
     provenance_detail: str | None = None
 
@@ -197,6 +199,9 @@ def _version(given: VersionIn, identity: Memory, principal: Principal, *, now: f
         valid_to=valid_to,
         superseded_by=None if given.superseded_by is None else identity.id,
         closed_reason=reason,
+        version_id=None
+        if given.version_id is None
+        else check_id_part(given.version_id, "version_id"),
         provenance=check_provenance(given.provenance),
         provenance_detail=check_provenance_detail(given.provenance_detail),
     )
@@ -218,7 +223,14 @@ def _writer(agent_id: str | None, identity: Memory, principal: Principal) -> str
 
 def _check_heads(versions: list[Memory]) -> None:
     """One version at most is the memory's own record (no ``superseded_by``): the
-    current one, or the latest when the cap closed it."""
+    current one, or the latest when the cap closed it; no ``version_id`` twice."""
+    named = [m.version_id for m in versions if m.version_id is not None]
+    if len(set(named)) != len(named):
+        raise InvalidInput(
+            "two versions have the same version_id; give each version its own, as an "
+            "export lists them, or leave version_id out.",
+            field="versions",
+        )
     heads = [i for i, m in enumerate(versions) if m.superseded_by is None]
     if len(heads) > 1 or (heads and heads[0] != len(versions) - 1):
         raise InvalidInput(

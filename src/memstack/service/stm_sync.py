@@ -140,6 +140,11 @@ class TierSync:
 
     # -- the epoch ---------------------------------------------------------------------
 
+    def invalidate(self, now: float) -> None:
+        """Every bucket filled before is stale from now on, in every process (this one at
+        once): the long-term tier changed in a way no write told the short-term tier."""
+        self._bump(now)
+
     def _current_epoch(self, now: float, *, fresh: bool = False) -> str:
         with self._lock:
             cached = self._epoch

@@ -44,7 +44,8 @@ ClosedReason = Literal["superseded", "deleted", "evicted"]
 long-term cap evicted it."""
 CLOSED_REASONS: Final[tuple[ClosedReason, ...]] = get_args(ClosedReason)
 GLOBAL_BUCKET: Final = "~global"
-"""The short-term bucket and storage partition global memories share (no agent id has '~')."""
+"""The short-term bucket and storage partition the global memories of every agent share,
+so every agent reads them together (no agent id has '~')."""
 
 DEFAULT_PROVENANCE: Final[Provenance] = "user_stated"
 """The provenance of a memory stored without one: an agent stores what it was told."""
@@ -64,20 +65,24 @@ _ID_PART = re.compile(ID_PART_PATTERN)
 class Memory:
     """One memory of the service.
 
-    Identity is ``(tenant, scope, agent_id, session_id, key)`` for agent and session
-    scope and ``(tenant, "global", key)`` for global scope: storing the same identity
-    again updates it (upsert), and ``id`` is derived from it.
+    Identity is ``(tenant, agent_id, scope, key)``, and the session for session scope
+    (the ``(agent_id, scope, key)`` upsert): storing the same identity again updates
+    it, and ``id`` is derived from it. Two agents' global memories of one key are two
+    memories; every agent reads both (global scope is shared for reading).
 
     A memory has versions: a new value closes the one before (``valid_to``,
     ``superseded_by``) and keeps it as history. Every version carries the ``id`` of the
     memory it is a version of, so a read ``as_of`` a past moment shows "memory ``id`` as it
-    was then"; ``valid_to`` is None on the current version only.
+    was then", and a ``version_id`` of its own, which ``superseded_by`` of the version
+    before names; ``valid_to`` is None on the current version only.
     """
 
     id: str
     tenant: str
     agent_id: str
-    """The agent the memory belongs to (for global scope: the agent that wrote it last)."""
+    """The agent the memory belongs to: the one that stored it, in every scope. (A
+    global memory stored before the agent was part of its identity belongs to the agent
+    that wrote it last; ``global_identity`` moved it to that agent's id.)"""
     scope: Scope
     key: str
     value: str
@@ -94,9 +99,16 @@ class Memory:
     valid_to: float | None = None
     """Until when it held: None while current."""
     superseded_by: str | None = None
-    """The id of the memory whose newer version replaced this one (its own ``id``)."""
+    """The ``version_id`` of the version that came after this one: the new value that
+    replaced it, or the memory started anew after the cap evicted it; None while current
+    (and on the latest version the cap evicted). A version closed before versions had
+    ids names its memory's ``id`` instead."""
     closed_reason: ClosedReason | None = None
     """Why ``valid_to`` is set; None while current."""
+    version_id: str | None = None
+    """This version's own id, the same while it is current and after it is closed: what
+    ``superseded_by`` of the version before names. None only on a version written before
+    versions had ids (a closed one of those is named by its record's id)."""
     provenance: Provenance | None = None
     """How it was learned: ``user_stated`` (the default of a store), ``extracted``,
     ``tool_output`` or ``imported``. Every write records one; None only on a memory stored
@@ -127,11 +139,11 @@ def bucket_of(scope: Scope, agent_id: str) -> str:
 
 
 def memory_id(*, tenant: str, scope: Scope, agent_id: str, session_id: str | None, key: str) -> str:
-    """The deterministic id of a memory identity; the same identity always maps to it."""
-    owner = "" if scope == "global" else agent_id
+    """The deterministic id of a memory identity; the same identity always maps to it.
+    (Global memories once left ``agent_id`` out: ``global_identity.legacy_global_id``.)"""
     session = session_id if scope == "session" else ""
     digest = hashlib.sha256(
-        json.dumps([tenant, scope, owner, session, key], ensure_ascii=False).encode()
+        json.dumps([tenant, scope, agent_id, session, key], ensure_ascii=False).encode()
     ).hexdigest()
     return f"mem_{digest[:32]}"
 
@@ -183,6 +195,7 @@ def memory_to_json(memory: Memory) -> str:
             "valid_to": memory.valid_to,
             "superseded_by": memory.superseded_by,
             "closed_reason": memory.closed_reason,
+            "version_id": memory.version_id,
             "provenance": memory.provenance,
             "provenance_detail": memory.provenance_detail,
         },
@@ -217,6 +230,7 @@ def memory_from_json(text: str | bytes) -> Memory:
         valid_to=_optional_float(data.get("valid_to")),
         superseded_by=_optional_str(data.get("superseded_by")),
         closed_reason=as_closed_reason(data.get("closed_reason")),
+        version_id=_optional_str(data.get("version_id")),
         provenance=as_provenance(data.get("provenance")),
         provenance_detail=_optional_str(data.get("provenance_detail")),
     )

@@ -27,7 +27,7 @@ from memstack.storage.memory import InMemoryBackend, InMemoryRecordStore
 from memstack.storage.namespace import Namespace
 from memstack.storage.postgres import PostgresBackend, PostgresRecordStore
 from memstack.storage.sqlite import SQLiteBackend, SQLiteRecordStore
-from memstack.storage.types import Filter, Order, Record, ScoredRecord, Vector
+from memstack.storage.types import Filter, MetadataIn, Order, Record, ScoredRecord, Vector
 
 __all__ = [
     "Backend",
@@ -36,6 +36,7 @@ __all__ = [
     "Filter",
     "InMemoryBackend",
     "InMemoryRecordStore",
+    "MetadataIn",
     "Namespace",
     "NamespaceInfo",
     "NamespaceLike",

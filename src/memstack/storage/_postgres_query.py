@@ -19,7 +19,7 @@ import numpy as np
 
 from memstack._json import JSON, dumps
 from memstack.errors import ConfigError
-from memstack.storage.types import Filter, Order, Record, Vector, stored_record
+from memstack.storage.types import Filter, MetadataIn, Order, Record, Vector, stored_record
 
 __all__ = [
     "AFTER",
@@ -164,9 +164,33 @@ def where(namespace: str, wanted: Filter, now: float) -> tuple[str, list[Any]]:
         if bound is not None:
             conds.append(condition)
             params.append(bound)
-    for key, value in (wanted.metadata or {}).items():
-        conds.append("(r.metadata -> %s) = %s::jsonb")
-        params.extend([key, dumps(value)])
+    for clause, extra in _metadata(wanted):
+        conds.append(clause)
+        params.extend(extra)
+    return " AND ".join(conds), params
+
+
+def _metadata(wanted: Filter) -> list[tuple[str, list[Any]]]:
+    """The conditions (and their parameters) of ``metadata`` and ``metadata_in``."""
+    out: list[tuple[str, list[Any]]] = [
+        ("(r.metadata -> %s) = %s::jsonb", [key, dumps(value)])
+        for key, value in (wanted.metadata or {}).items()
+    ]
+    return out + [_metadata_in(condition) for condition in wanted.metadata_in]
+
+
+def _metadata_in(condition: MetadataIn) -> tuple[str, list[Any]]:
+    """The value at ``condition.path`` is one of its values (jsonb compares numbers by
+    value: 1 = 1.0, and true is not 1); every key on the way names an object (``#>``
+    alone would read a key "0" as an array's first item)."""
+    path = list(condition.path)
+    if not condition.values:
+        return "FALSE", []
+    conds = ["jsonb_typeof(r.metadata #> %s::text[]) = 'object'" for _ in path[1:]]
+    params: list[Any] = [path[:depth] for depth in range(1, len(path))]
+    marks = ", ".join(["%s::jsonb"] * len(condition.values))
+    conds.append(f"(r.metadata #> %s::text[]) IN ({marks})")
+    params.extend([path, *map(dumps, condition.values)])
     return " AND ".join(conds), params
 
 

@@ -7,6 +7,7 @@ so their length never meets SQLite's limit on parameters.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from memstack._json import JSON
-from memstack.storage.types import Filter, Order, Record, Vector, stored_record
+from memstack.storage.types import Filter, MetadataIn, Order, Record, Vector, stored_record
 
 __all__ = [
     "AFTER",
@@ -124,13 +125,45 @@ def where(namespace: str, wanted: Filter, now: float) -> tuple[str, list[Any]]:
     if wanted.created_before is not None:
         conds.append("r.created_at < ?")
         params.append(wanted.created_before)
+    for clause, extra in _metadata(wanted):
+        conds.append(clause)
+        params.extend(extra)
+    return " AND ".join(conds), params
+
+
+def _metadata(wanted: Filter) -> list[tuple[str, list[Any]]]:
+    """The conditions (and their parameters) of ``metadata`` and ``metadata_in``."""
+    out: list[tuple[str, list[Any]]] = []
     for key, value in (wanted.metadata or {}).items():
         test, extra = _json_test(value)
-        conds.append(
-            f"EXISTS (SELECT 1 FROM json_each(r.metadata) AS m WHERE m.key = ? AND {test})"
+        out.append(
+            (
+                f"EXISTS (SELECT 1 FROM json_each(r.metadata) AS m WHERE m.key = ? AND {test})",
+                [key, *extra],
+            )
         )
-        params.extend([key, *extra])
-    return " AND ".join(conds), params
+    return out + [_metadata_in(condition) for condition in wanted.metadata_in]
+
+
+def _metadata_in(condition: MetadataIn) -> tuple[str, list[Any]]:
+    """A condition that holds when the value at ``condition.path`` is one of its values:
+    one ``json_each`` a key deep, each over the object the one before found (keys are
+    compared as parameters: no JSON path to quote), the last one ``m`` for ``_json_test``."""
+    aliases = [f"j{i}" for i in range(len(condition.path) - 1)] + ["m"]
+    sources = ["json_each(r.metadata) AS " + aliases[0]] + [
+        f"json_each({outer}.value) AS {inner}" for outer, inner in itertools.pairwise(aliases)
+    ]
+    conds = [f"{alias}.key = ?" for alias in aliases]
+    conds += [f"{alias}.type = 'object'" for alias in aliases[:-1]]
+    params: list[Any] = list(condition.path)
+    tests: list[str] = []
+    for value in condition.values:
+        test, extra = _json_test(value)
+        tests.append(f"({test})")
+        params.extend(extra)
+    conds.append("(" + (" OR ".join(tests) or "0") + ")")
+    clause = f"EXISTS (SELECT 1 FROM {', '.join(sources)} WHERE {' AND '.join(conds)})"
+    return clause, params
 
 
 def _json_test(value: JSON) -> tuple[str, list[Any]]:

@@ -11,18 +11,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import get_args
+from typing import cast, get_args
 
 import numpy as np
 import numpy.typing as npt
 
 from memstack._json import JSON, to_json
 from memstack.errors import InvalidInput
-from memstack.storage.types import Filter, Order, Record, Vector
+from memstack.storage.types import Filter, MetadataIn, Order, Record, Vector
 
 MAX_KEY_BYTES = 1024
 MAX_DIM = 16_000
 MAX_LIMIT = 10_000
+MAX_PATH_KEYS = 8
+"""Keys of a ``MetadataIn`` path: how deep a filter may look into metadata."""
 _ORDERS: tuple[str, ...] = get_args(Order)
 
 
@@ -256,7 +258,38 @@ def check_filter(value: object) -> Filter:
         provenances=provenances,
         superseded_by=superseded_by,
         closed_as_of=closed_as_of,
+        metadata_in=tuple(
+            _check_metadata_in(c, f"filter.metadata_in[{i}]")
+            for i, c in enumerate(value.metadata_in)
+        ),
     )
+
+
+def _check_metadata_in(value: object, field: str) -> MetadataIn:
+    """A ``MetadataIn`` with a path of 1 to ``MAX_PATH_KEYS`` strings and JSON scalar
+    values."""
+    if not isinstance(value, MetadataIn):
+        raise InvalidInput(f"{field} must be a MetadataIn.", field=field)
+    path = tuple(value.path)
+    if not 1 <= len(path) <= MAX_PATH_KEYS:
+        raise InvalidInput(
+            f"{field}.path must name 1 to {MAX_PATH_KEYS} keys.", field=f"{field}.path"
+        )
+    for key in path:
+        check_text(key, f"{field}.path")
+    values = tuple(value.values)
+    for item in values:
+        if item is not None and not isinstance(item, str | int | float):
+            raise InvalidInput(
+                f"{field}.values must be JSON scalars (string, number, boolean, null).",
+                field=f"{field}.values",
+            )
+    copied = to_json(list(values), field=f"{field}.values")
+    assert isinstance(copied, list)
+    for item in copied:
+        if isinstance(item, str):
+            check_text(item, f"{field}.values")
+    return MetadataIn(path=path, values=tuple(copied))
 
 
 def check_record(record: object, field: str, *, checked: Vector | None = None) -> Record:
@@ -411,3 +444,16 @@ def json_equal(left: JSON, right: JSON) -> bool:
 
 def metadata_matches(metadata: Mapping[str, JSON], wanted: Mapping[str, JSON]) -> bool:
     return all(key in metadata and json_equal(metadata[key], v) for key, v in wanted.items())
+
+
+def metadata_in_matches(metadata: Mapping[str, JSON], wanted: Sequence[MetadataIn]) -> bool:
+    """Whether every condition of ``wanted`` holds of ``metadata`` (``Filter.metadata_in``)."""
+    for condition in wanted:
+        held: object = metadata
+        for key in condition.path:
+            if not isinstance(held, Mapping) or key not in held:
+                return False
+            held = held[key]
+        if not any(json_equal(cast(JSON, held), v) for v in condition.values):
+            return False
+    return True

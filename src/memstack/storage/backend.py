@@ -44,6 +44,7 @@ __all__ = [
     "candidate_ids",
     "check_claims",
     "check_expected",
+    "check_same_records",
     "expected_ids",
     "gather_apart",
     "matched_cosines",
@@ -284,6 +285,12 @@ class Backend(Protocol):
         """Move every record (and the info) of ``old`` to the empty ``new``."""
         ...
 
+    def replace_namespace(self, copy: str, namespace: str) -> int:
+        """In one transaction, if ``copy`` holds the records ``namespace`` holds (the same
+        ids with the same ``stamp``), ``namespace``'s records and info go and ``copy``'s
+        take its name; return how many moved. Otherwise ``WriteConflict``, nothing changed."""
+        ...
+
     def prune_expired(self, now: float) -> int: ...
 
 
@@ -329,6 +336,22 @@ def check_expected(expect: Sequence[Expect], stored: dict[tuple[str, str], Stamp
                 "it was read (another writer came first); nothing was written: read it "
                 "again and retry."
             )
+
+
+def check_same_records(
+    copy: str, namespace: str, held: dict[str, Stamp], stored: dict[str, Stamp]
+) -> None:
+    """Refuse to put ``copy`` in the place of ``namespace`` (``replace_namespace``) when it
+    does not hold the same records, read inside the transaction: a writer changed the
+    namespace after it was copied, and its change would be lost with it."""
+    if held != stored:
+        changed = sorted(
+            held.keys() ^ stored.keys() | {i for i in held if held[i] != stored.get(i)}
+        )
+        raise WriteConflict(
+            f"namespace {namespace!r} changed since {copy!r} copied it (records "
+            f"{changed[:3]!r}); nothing was replaced: copy the changes and retry."
+        )
 
 
 def candidate_ids(matched: Sequence[Ranked], nearest: Sequence[Ranked]) -> builtins.list[str]:
@@ -383,6 +406,6 @@ def check_model(namespace: str, info: NamespaceInfo, model_id: str) -> None:
     if info.model_id and info.model_id != model_id:
         raise ConfigError(
             f"namespace {namespace!r} holds embeddings of model {info.model_id!r}, not "
-            f"{model_id!r}; embed it again with the new model (server stopped: `memstack "
-            f"memories reembed`), or go back to the {info.model_id!r} embedder."
+            f"{model_id!r}; embed it again with the new model (`memstack memories "
+            f"reembed`, then restart with it), or go back to the {info.model_id!r} embedder."
         )

@@ -132,6 +132,12 @@ class RecordStore:
         hold none (delete it first); return how many moved."""
         return self.backend.rename_namespace(_name(old), _name(new))
 
+    def replace_namespace(self, copy: NamespaceLike, namespace: NamespaceLike) -> int:
+        """``copy`` takes the place of ``namespace`` in one transaction, only if it holds
+        the same records (same ids, same ``stamp``: a copy with other vectors); else
+        ``WriteConflict`` and nothing changes. Returns how many records moved."""
+        return self.backend.replace_namespace(_name(copy), _name(namespace))
+
     def touch(self, namespace: NamespaceLike, ids: Sequence[str], at: float) -> None:
         """Set ``last_accessed_at`` of these records to ``at``; unknown ids are ignored."""
         name = _name(namespace)

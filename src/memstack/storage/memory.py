@@ -32,6 +32,7 @@ from memstack.storage.backend import (
     candidate_ids,
     check_claims,
     check_expected,
+    check_same_records,
     expected_ids,
     retention,
     stamp,
@@ -242,6 +243,16 @@ class InMemoryBackend:
                 target.put(replace(record, namespace=new))
             return len(space.records)
 
+    def replace_namespace(self, copy: str, namespace: str) -> int:
+        with self._lock:
+            check_same_records(copy, namespace, self._held(copy), self._held(namespace))
+            self._drop(namespace)
+            return self.rename_namespace(copy, namespace)
+
+    def _held(self, namespace: str) -> dict[str, Stamp]:
+        space = self._spaces.get(namespace)
+        return {} if space is None else {i: stamp(r) for i, r in space.records.items()}
+
     def prune_expired(self, now: float) -> int:
         with self._lock:
             removed = 0
@@ -369,7 +380,9 @@ def _matches(record: Record, wanted: Filter, now: float) -> bool:
         return False
     if wanted.created_before is not None and not record.created_at < wanted.created_before:
         return False
-    return wanted.metadata is None or check.metadata_matches(record.metadata, wanted.metadata)
+    return (
+        wanted.metadata is None or check.metadata_matches(record.metadata, wanted.metadata)
+    ) and check.metadata_in_matches(record.metadata, wanted.metadata_in)
 
 
 def _valid(record: Record, wanted: Filter, now: float) -> bool:

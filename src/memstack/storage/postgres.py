@@ -67,6 +67,7 @@ from memstack.storage.backend import (
     candidate_ids,
     check_claims,
     check_expected,
+    check_same_records,
     expected_ids,
     matched_cosines,
 )
@@ -385,6 +386,41 @@ class PostgresBackend:
         if indexed:  # an index names its namespace: the old one's go, the new one's is built
             self._reconcile(old, indexed[0].dim, threading.Event())
         return moved
+
+    def replace_namespace(self, copy: str, namespace: str) -> int:
+        """The check and the swap under a table lock that lets readers on and holds every
+        writer back until the commit: any write of ``namespace`` (a plain delete takes
+        no namespace lock) is either seen by the check or made after the swap."""
+        records, info = f"{self._schema}.records", f"{self._schema}.namespace_info"
+        with self._connection() as conn:
+            conn.execute(f"LOCK TABLE {records} IN SHARE ROW EXCLUSIVE MODE")
+            check_same_records(copy, namespace, self._held(conn, copy), self._held(conn, namespace))
+            indexed = [
+                (name, found[0].dim)
+                for name in (copy, namespace)
+                if (found := ann.found_indexes(conn, self._schema, name))
+            ]
+            conn.execute(f"DELETE FROM {records} WHERE namespace = %s", (namespace,))
+            conn.execute(f"DELETE FROM {info} WHERE namespace = %s", (namespace,))
+            moved = conn.execute(
+                f"UPDATE {records} SET namespace = %s WHERE namespace = %s", (namespace, copy)
+            ).rowcount
+            conn.execute(
+                f"UPDATE {info} SET namespace = %s WHERE namespace = %s", (namespace, copy)
+            )
+        self._resized((), {copy, namespace})
+        for name, dim in indexed:  # each index names its namespace: the stale ones go
+            self._reconcile(name, dim, threading.Event())
+        return moved
+
+    def _held(self, conn: psycopg.Connection[Any], namespace: str) -> dict[str, Stamp]:
+        """The stamp of every record of ``namespace`` (expired and closed ones too)."""
+        rows = conn.execute(
+            f"SELECT id, updated_at, valid_to, text FROM {self._schema}.records"
+            " WHERE namespace = %s",
+            (namespace,),
+        ).fetchall()
+        return {str(r[0]): (r[1], r[2], r[3]) for r in rows}
 
     def touch(self, namespace: str, ids: Sequence[str], at: float) -> None:
         self._rowcount(

@@ -52,6 +52,7 @@ from memstack.storage.backend import (
     candidate_ids,
     check_claims,
     check_expected,
+    check_same_records,
     expected_ids,
 )
 from memstack.storage.base import RecordStore
@@ -184,6 +185,22 @@ class SQLiteBackend:
             _bump(conn, {old, new})
             self._cache.drop(old)
             self._cache.drop(new)
+            return cursor.rowcount
+
+    def replace_namespace(self, copy: str, namespace: str) -> int:
+        with self._lock, self._write() as conn:
+            check_same_records(copy, namespace, _held(conn, copy), _held(conn, namespace))
+            conn.execute("DELETE FROM records WHERE namespace = ?", (namespace,))
+            conn.execute("DELETE FROM namespace_info WHERE namespace = ?", (namespace,))
+            cursor = conn.execute(
+                "UPDATE records SET namespace = ? WHERE namespace = ?", (namespace, copy)
+            )
+            conn.execute(
+                "UPDATE namespace_info SET namespace = ? WHERE namespace = ?", (namespace, copy)
+            )
+            _bump(conn, {copy, namespace})
+            self._cache.drop(copy)
+            self._cache.drop(namespace)
             return cursor.rowcount
 
     def prune_expired(self, now: float) -> int:
@@ -564,6 +581,14 @@ def _info(conn: sqlite3.Connection, namespace: str) -> NamespaceInfo | None:
         "SELECT dim, model_id FROM namespace_info WHERE namespace = ?", (namespace,)
     ).fetchone()
     return None if row is None else NamespaceInfo(dim=int(row[0]), model_id=row[1])
+
+
+def _held(conn: sqlite3.Connection, namespace: str) -> dict[str, Stamp]:
+    """The stamp of every record of ``namespace`` (expired and closed ones too)."""
+    rows = conn.execute(
+        "SELECT id, updated_at, valid_to, text FROM records WHERE namespace = ?", (namespace,)
+    )
+    return {id: (updated_at, valid_to, text) for id, updated_at, valid_to, text in rows}
 
 
 def _stamps(conn: sqlite3.Connection, batch: WriteBatch) -> dict[tuple[str, str], Stamp]:

@@ -12,6 +12,7 @@ from memstack._json import JSON, copy_json
 
 __all__ = [
     "Filter",
+    "MetadataIn",
     "Order",
     "Record",
     "ScoredRecord",
@@ -121,12 +122,25 @@ class ScoredRecord:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MetadataIn:
+    """A condition on one metadata value, at any depth: the value at ``path`` (keys from
+    the top of the metadata down) equals one of ``values``, JSON scalars compared as
+    ``Filter.metadata`` compares them. A record without that path never matches, nor
+    one where a key on the way names anything but an object."""
+
+    path: tuple[str, ...]
+    values: tuple[JSON, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Filter:
     """Which records a read may return; every given condition must hold.
 
     - ``kinds``: the record's ``kind`` is one of these (records without a kind never match).
     - ``metadata``: for each key, the record's top-level metadata value equals this JSON
       value (``True`` is not ``1``; ``1`` equals ``1.0``).
+    - ``metadata_in``: every one of these conditions holds (``MetadataIn``: a value at
+      any depth is one of a few scalars).
     - ``created_after`` / ``created_before``: exclusive bounds on ``created_at``.
     - ``ids``: the record's id is one of these.
     - ``include_expired``: reads hide records whose ``expires_at`` is at or before the
@@ -155,6 +169,7 @@ class Filter:
     provenances: tuple[str, ...] | None = None
     superseded_by: tuple[str, ...] | None = None
     closed_as_of: float | None = None
+    metadata_in: tuple[MetadataIn, ...] = ()
 
     @property
     def narrows(self) -> bool:
@@ -175,6 +190,7 @@ class Filter:
                 )
             )
             or bool(self.metadata)
+            or bool(self.metadata_in)
             or self.include_expired
             or self.include_superseded
         )

@@ -135,6 +135,14 @@ MinScore = Annotated[
 ]
 """A threshold of the calibrated relevance (``longterm.calibration``), as every search,
 recall and block of recalled memories takes it."""
+METADATA_FILTER_HELP = (
+    "Only memories whose metadata matches: each key equal to a value, or to one of "
+    '{"$in": [values]} (strings, numbers, booleans, null); every key must match. Example: '
+    '{"project": "apollo", "tier": {"$in": ["gold", "silver"]}}.'
+)
+MetadataFilter = Annotated[dict[str, Any] | None, Field(description=METADATA_FILTER_HELP)]
+"""A search's metadata filter, read for every door by ``service.metadata_filter`` (which
+names the key and the fix of a filter it refuses)."""
 IncludeSuperseded = Annotated[
     bool, Field(description="Every version, current or closed, each with its validity.")
 ]
@@ -155,7 +163,15 @@ KnowledgeLimit = Annotated[int, Field(ge=1, le=kb.MAX_SEARCH_LIMIT)]
 DEFAULT_KNOWLEDGE_LIMIT: Final = 5
 DocumentListLimit = Annotated[int, Field(ge=1, le=kb.MAX_LIST_LIMIT)]
 DocumentListOffset = Annotated[int, Field(ge=0, le=kb.MAX_LIST_OFFSET)]
-Budget = Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Characters, at most.")]
+Budget = Annotated[
+    int,
+    Field(
+        ge=MIN_BUDGET,
+        le=MAX_BUDGET,
+        description="Characters, at most; leave it out to inject every memory (the "
+        "<memories> block then has no budget).",
+    ),
+]
 _TTL_SECONDS: dict[str, Any] = {"minimum": MIN_TTL_SECONDS, "maximum": MAX_TTL_SECONDS}
 Ttl = Annotated[
     Any,
@@ -272,6 +288,7 @@ class SearchRequest(_Body):
     as_of: Annotated[AsOf, Strict()] = None
     provenances: Provenances = None
     min_score: Annotated[MinScore, Strict()] = None
+    metadata: MetadataFilter = None
 
 
 class KnowledgeCreate(_Body):
@@ -360,6 +377,7 @@ class MemoryOut(BaseModel):
                     "valid_to": None,
                     "superseded_by": None,
                     "closed_reason": None,
+                    "version_id": "ver_5d2c8e1f0a9b4c3d8e7f6a5b4c3d2e1f",
                     "provenance": "user_stated",
                     "provenance_detail": None,
                 }
@@ -381,11 +399,18 @@ class MemoryOut(BaseModel):
         description="ISO 8601 UTC: until when it held; null while it is the current version."
     )
     superseded_by: str | None = Field(
-        description="The id of the memory whose newer version replaced this one."
+        description="The version_id of the version that came after this one (the new value "
+        "that replaced it); null while current. A version closed before versions had ids "
+        "names the memory's id."
     )
     closed_reason: ClosedReasonName | None = Field(
         description="Why valid_to is set: a new value (superseded) or the memory cap "
         "(evicted); null while current."
+    )
+    version_id: str | None = Field(
+        default=None,
+        description="This version's own id, kept when it is closed: what superseded_by of "
+        "the version before names. null only on a version written before versions had ids.",
     )
     provenance: ProvenanceName | None = Field(
         description=f"{PROVENANCE_HELP} null: stored before memories had provenance."
@@ -532,6 +557,7 @@ def memory_out(memory: Memory) -> MemoryOut:
         valid_to=None if memory.valid_to is None else iso(memory.valid_to),
         superseded_by=memory.superseded_by,
         closed_reason=memory.closed_reason,
+        version_id=memory.version_id,
         provenance=memory.provenance,
         provenance_detail=memory.provenance_detail,
     )

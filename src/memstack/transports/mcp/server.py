@@ -29,7 +29,7 @@ from memstack.errors import MemstackError, StoreUnavailable
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
-from memstack.service.render import DEFAULT_BUDGET
+from memstack.transports.mcp.manage_tools import ManageToolEnv, add_manage_tools
 from memstack.transports.mcp.user_tools import UserToolEnv, add_user_tools
 from memstack.transports.schemas import (
     CURSOR_HELP,
@@ -56,6 +56,7 @@ from memstack.transports.schemas import (
     MemoryOut,
     MemoryPageOut,
     MemoryValue,
+    MetadataFilter,
     MinScore,
     ProvenanceDetail,
     ProvenanceName,
@@ -105,6 +106,7 @@ def build_server(
     for tool in _TOOLS:
         server.add_tool(tool.build(env), description=tool.description, annotations=tool.annotations)
     add_user_tools(server, UserToolEnv(services.users, caller, _tool_errors))
+    add_manage_tools(server, ManageToolEnv(services.memories, caller, _tool_errors))
     _add_context_resource(server, env)
     return server
 
@@ -129,7 +131,7 @@ class _Env:
         return chosen
 
     async def context(
-        self, agent_id: str | None, session_id: str | None, query: str | None, budget: int
+        self, agent_id: str | None, session_id: str | None, query: str | None, budget: int | None
     ) -> ContextOut:
         found = await self.memories.prompt_context(
             await self.caller(),
@@ -209,6 +211,7 @@ def _search_memories(env: _Env) -> _ToolFn:
         as_of: AsOf = None,
         provenances: Provenances = None,
         min_score: Annotated[MinScore, Strict()] = None,
+        metadata: MetadataFilter = None,
     ) -> SearchResults:
         async with _tool_errors():
             hits = await env.memories.search(
@@ -223,6 +226,7 @@ def _search_memories(env: _Env) -> _ToolFn:
                 as_of=as_of,
                 provenances=provenances,
                 min_score=min_score,
+                metadata=metadata,
             )
         return SearchResults(results=[hit_out(h) for h in hits])
 
@@ -295,7 +299,7 @@ def _get_context(env: _Env) -> _ToolFn:
         ] = None,
         session_id: _OptionalSession = None,
         query: KnowledgeQuery | None = None,
-        budget: Budget = DEFAULT_BUDGET,
+        budget: Budget | None = None,
     ) -> ContextOut:
         async with _tool_errors():
             return await env.context(agent_id, session_id, query, budget)
@@ -377,7 +381,7 @@ def _add_context_resource(server: MCPServer, env: _Env) -> None:
     )
     async def memories_block(agent_id: str) -> str:
         try:
-            return (await env.context(agent_id, None, None, DEFAULT_BUDGET)).memories_block
+            return (await env.context(agent_id, None, None, None)).memories_block
         except (MemstackError, ToolError) as exc:
             raise ResourceError(str(exc)) from exc
 

@@ -25,6 +25,8 @@ LARGER_BODIES: Final[Mapping[tuple[str, str], int]] = {
     ("POST", "/api/knowledge"): KNOWLEDGE_BODY_BYTES,
     # memories restored with all their versions: up to 21 versions of 32k characters
     ("POST", "/api/memories/restore"): KNOWLEDGE_BODY_BYTES,
+    # a batch of up to 100 memories of up to 32k characters each
+    ("POST", "/api/memories:batch"): KNOWLEDGE_BODY_BYTES,
     # a user's turns, facts and versions written back from an export
     ("POST", "/api/users/{user_id}/import"): KNOWLEDGE_BODY_BYTES,
 }

@@ -46,10 +46,17 @@ class VersionRestore(_Body):
         default=None,
         min_length=1,
         max_length=MAX_RESOURCE_ID_CHARS,
-        description="Set on every version a newer one replaced (the memory's id, as listed; "
-        "the id written follows from the identity); null on the latest.",
+        description="Set on every version a newer one replaced (as listed: the next "
+        "version's version_id, or the memory's id; the versions' order says which came "
+        "next); null on the latest.",
     )
     closed_reason: ClosedReasonName | None = None
+    version_id: StrictStr | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_RESOURCE_ID_CHARS,
+        description="The version's own id, as listed; omitted: a new one.",
+    )
     provenance: ProvenanceName | None = Field(default=None, description=PROVENANCE_HELP)
     provenance_detail: ProvenanceDetail = None
 

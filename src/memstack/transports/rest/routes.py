@@ -18,9 +18,9 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from memstack.service.knowledge import KnowledgeBase
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
-from memstack.service.render import DEFAULT_BUDGET
 from memstack.transports.errors import RETRY_AFTER_DOC, RETRY_AFTER_S, error_responses
 from memstack.transports.rest.auth import bearer_principal
+from memstack.transports.rest.batch_schemas import BatchOut, BatchRequest, batch_in
 from memstack.transports.rest.health import HealthCheck
 from memstack.transports.rest.restore_schemas import RestoreOut, RestoreRequest, restore_in
 from memstack.transports.rest.users import user_routes
@@ -136,6 +136,19 @@ def _store_memory(api: _Api) -> _Endpoint:
         return await stored(api.memories, caller, body)
 
     return store_memory
+
+
+def _store_batch(api: _Api) -> _Endpoint:
+    async def store_memories(
+        body: BatchRequest, caller: Annotated[Principal, api.auth]
+    ) -> BatchOut:
+        """Store up to 100 memories, each as ``POST /api/memories`` stores one, all or
+        none: every memory is checked first and an error names it (``memories[3].value``),
+        nothing stored; then all are written in one transaction."""
+        stored = await api.memories.store_many(caller, batch_in(body))
+        return BatchOut(memories=[memory_out(m) for m in stored])
+
+    return store_memories
 
 
 def _list_memories(api: _Api) -> _Endpoint:
@@ -279,10 +292,10 @@ def _context(api: _Api) -> _Endpoint:
         agent_id: Annotated[AgentId, Query()],
         session_id: SessionId | None = None,
         query: KnowledgeQuery | None = None,
-        budget: Annotated[Budget, Query()] = DEFAULT_BUDGET,
+        budget: Annotated[Budget | None, Query()] = None,
     ) -> ContextOut:
-        """What to inject before the agent runs: the ``<memories>`` block and, for a
-        query, the ``<knowledge>`` block."""
+        """What to inject before the agent runs: the ``<memories>`` block (every memory,
+        or within ``budget`` characters) and, for a query, the ``<knowledge>`` block."""
         found = await api.memories.prompt_context(
             caller, agent_id=agent_id, session_id=session_id, query=query, budget=budget
         )
@@ -374,6 +387,7 @@ def _delete_document(api: _Api) -> _Endpoint:
 
 _MEMORY_ROUTES: Final = (
     _Route("POST", "/memories", _store_memory, (*_ALWAYS, *_BODY, 403), status_code=201),
+    _Route("POST", "/memories:batch", _store_batch, (*_ALWAYS, *_BODY, 403), status_code=201),
     _Route("GET", "/memories", _list_memories, (*_ALWAYS, 403, 422)),
     _Route("DELETE", "/memories", _delete_memories, (*_ALWAYS, 403, 422)),
     _Route("POST", "/memories/search", _search_memories, (*_ALWAYS, *_BODY, 403)),
@@ -440,6 +454,7 @@ async def searched(
         as_of=body.as_of,
         provenances=body.provenances,
         min_score=body.min_score,
+        metadata=body.metadata,
     )
     return SearchResults(results=[hit_out(h) for h in hits])
 

@@ -388,15 +388,17 @@ async function showHistory(memory) {
 }
 
 // Why a version stopped holding. One superseded while the memory has a later version was
-// replaced by that version (whichever id the server names it by); one without, by the
-// memory the server names.
+// replaced by that version (whichever id the server names it by: its version_id, or the
+// memory's id for a version closed before versions had ids); one without, by the memory
+// the server names.
 function endedBy(version, index, history) {
   if (!version.valid_to) return "";
   const reason = version.closed_reason || "closed";
   const by = version.superseded_by;
   const next = index + 1 < history.versions.length;
   if (reason === "superseded" && next) return `superseded by version ${index + 2}`;
-  return by && by !== history.id ? `${reason}, replaced by ${by}` : reason;
+  const nextId = next ? history.versions[index + 1].version_id : null;
+  return by && by !== history.id && by !== nextId ? `${reason}, replaced by ${by}` : reason;
 }
 
 // -- changing memories ------------------------------------------------------------------
