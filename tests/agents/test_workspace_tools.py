@@ -208,6 +208,7 @@ async def test_read_reports_binary_files_without_their_bytes(workspace: Path, da
     [
         ({"path": "missing.txt"}, "no file at `path`", "path"),
         ({"path": "docs"}, "is a directory", "path"),
+        ({"path": "a.txt/b.txt"}, "no file at `path` 'a.txt/b.txt'", "path"),
         ({"path": "a.txt", "max_bytes": MAX_READ_BYTES + 1}, "max_bytes", "max_bytes"),
         ({"path": "a.txt", "offset": -1}, "offset", "offset"),
         ({"path": ""}, "path", "path"),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Final
 
+from memstack.agents.builtin import _errors
 from memstack.errors import ConfigError, ToolInputError
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ __all__ = [
     "Written",
     "directory_root",
     "locate",
+    "regular_file",
     "tool_error",
     "walk",
     "workspace_root",
@@ -61,7 +63,8 @@ class Located:
 
 
 def tool_error(tool: str, message: str, field: str = "path") -> ToolInputError:
-    return ToolInputError(f"Invalid arguments for `{tool}`: {message}", tool=tool, fields=(field,))
+    """A refusal of the path argument (or ``field``) of ``tool``."""
+    return _errors.tool_error(tool, field, message)
 
 
 def directory_root(directory: Path, tool: str, label: str) -> Root:
@@ -115,6 +118,22 @@ def locate(root: Root, path: str, tool: str) -> Located:
             f"`path` {path!r} leads outside the {root.label} through a symbolic link. {root.hint}",
         )
     return Located(shown=relative.as_posix(), real=real)
+
+
+def regular_file(target: Located, tool: str, lister: str) -> os.stat_result:
+    """``target``'s status when it is a regular file, else a ``ToolInputError`` saying
+    what it is; ``lister`` names the tool that shows what exists."""
+    try:
+        info = target.real.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise tool_error(
+            tool, f"no file at `path` {target.shown!r}; call `{lister}` to see what exists."
+        ) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise tool_error(tool, f"`path` {target.shown!r} is a directory; list it with `{lister}`.")
+    if not stat.S_ISREG(info.st_mode):
+        raise tool_error(tool, f"`path` {target.shown!r} is not a regular file.")
+    return info
 
 
 # -- writing ------------------------------------------------------------------------

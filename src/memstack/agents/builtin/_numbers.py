@@ -11,15 +11,12 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from memstack.agents.builtin._errors import tool_error
 from memstack.errors import ToolInputError
 
 __all__ = ["LIMIT_TEXT", "checked_result", "checked_results", "finite", "tool_error"]
 
 LIMIT_TEXT: Final = "the limit is about 1.8e308"
-
-
-def tool_error(tool: str, field: str, problem: str) -> ToolInputError:
-    return ToolInputError(f"Invalid arguments for `{tool}`: {problem}", tool=tool, fields=(field,))
 
 
 def finite(value: object, *, tool: str, field: str) -> float:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -26,6 +25,7 @@ from memstack.agents.builtin._confined import (
     Root,
     directory_root,
     locate,
+    regular_file,
     tool_error,
     walk,
     workspace_root,
@@ -204,19 +204,7 @@ class ReadFileTool(_RootedTool):
         return result
 
     def _file_size(self, target: Located) -> int:
-        try:
-            info = target.real.stat()
-        except (FileNotFoundError, NotADirectoryError):
-            raise tool_error(
-                self.name,
-                f"no file at `path` {target.shown!r}; call `list_directory` to see what exists.",
-            ) from None
-        if stat.S_ISDIR(info.st_mode):
-            raise tool_error(
-                self.name, f"`path` {target.shown!r} is a directory; list it with `list_directory`."
-            )
-        if not stat.S_ISREG(info.st_mode):
-            raise tool_error(self.name, f"`path` {target.shown!r} is not a regular file.")
+        info = regular_file(target, self.name, "list_directory")
         if info.st_size > MAX_FILE_BYTES:
             raise tool_error(
                 self.name,

@@ -104,7 +104,7 @@ def _kind(unit: str, field: str) -> str:
     raise tool_error(_TOOL, field, f"unknown unit {unit!r} in `{field}`. Known units: {known}.")
 
 
-def convert(value: float, from_unit: str, to_unit: str) -> float:
+def _convert(value: float, from_unit: str, to_unit: str) -> float:
     """``value`` in ``from_unit`` expressed in ``to_unit`` (normalized unit names)."""
     source, target = _kind(from_unit, "from_unit"), _kind(to_unit, "to_unit")
     if source != target:
@@ -167,7 +167,7 @@ class ConversionTool(Tool):
         value = finite(params["value"], tool=self.name, field="value")
         from_unit = _normal(cast(str, params["from_unit"]))
         to_unit = _normal(cast(str, params["to_unit"]))
-        result = convert(value, from_unit, to_unit)
+        result = _convert(value, from_unit, to_unit)
         return {
             "original_value": params["value"],
             "from_unit": from_unit,

@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, cast
 
 from memstack._json import JSON, JSONObject
-from memstack.errors import Forbidden, InvalidInput, NotFound, ToolInputError
+from memstack.agents.builtin._errors import tool_error
+from memstack.errors import Forbidden, InvalidInput, NotFound
 from memstack.secrets import refuse_secrets
 from memstack.service.knowledge import (
     MAX_QUERY_CHARS,
@@ -62,10 +63,6 @@ class _KnowledgeTool(Tool):
     def __init__(self, knowledge: KnowledgeBase, principal: Principal) -> None:
         self.knowledge = knowledge
         self.principal = principal
-
-
-def _error(tool: str, field: str, problem: str) -> ToolInputError:
-    return ToolInputError(f"Invalid arguments for `{tool}`: {problem}", tool=tool, fields=(field,))
 
 
 # -- vector_index ---------------------------------------------------------------------
@@ -108,7 +105,9 @@ class VecIndexTool(_KnowledgeTool):
     async def process(self, context: ProcessingContext, params: Mapping[str, JSON]) -> JSON:
         source_id = cast(str, params["source_id"])
         if not source_id.strip():
-            raise _error(self.name, "source_id", "`source_id` is blank; name the text's source.")
+            raise tool_error(
+                self.name, "source_id", "`source_id` is blank; name the text's source."
+            )
         metadata = cast("dict[str, JSON]", params.get("metadata") or {})
         tags = _tags(self.name, metadata)
         text = cast(str, params["text"])
@@ -122,7 +121,9 @@ class VecIndexTool(_KnowledgeTool):
             raise
         except InvalidInput as exc:
             field = _ADD_FIELDS.get(exc.field or "", "metadata")
-            raise _error(self.name, field, f"the knowledge base refused `{field}`: {exc}") from exc
+            raise tool_error(
+                self.name, field, f"the knowledge base refused `{field}`: {exc}"
+            ) from exc
         replaced = [doc.id for doc in earlier if doc.id != document.id]
         for old in replaced:
             try:
@@ -147,7 +148,7 @@ class VecIndexTool(_KnowledgeTool):
                 {"text": text, "source_id": source_id, "metadata": metadata}, where="knowledge"
             )
         except InvalidInput as exc:
-            raise _error(self.name, exc.field or "text", str(exc)) from None
+            raise tool_error(self.name, exc.field or "text", str(exc)) from None
 
     def _indexed(self, source_id: str) -> list[Record]:
         """The documents indexed from ``source_id`` before (normally at most one)."""
@@ -167,7 +168,7 @@ def _tags(tool: str, metadata: Mapping[str, JSON]) -> list[str]:
     for key, value in metadata.items():
         tag = f"{key}={value if isinstance(value, str) else json.dumps(value)}"
         if len(tag) > MAX_TAG_CHARS or not key.strip():
-            raise _error(
+            raise tool_error(
                 tool,
                 f"metadata.{key}",
                 f"`metadata.{key}` must have a non-blank key, and key=value must be at most "
@@ -226,7 +227,7 @@ def _hits(records: Sequence[Record], scores: Mapping[str, float]) -> JSONObject:
 class _SearchTool(_KnowledgeTool):
     def _blank(self, text: str) -> None:
         if not text.strip():
-            raise _error(self.name, "text", "`text` is blank; give the words to search for.")
+            raise tool_error(self.name, "text", "`text` is blank; give the words to search for.")
 
     def _semantic(self, text: str, k: int) -> list[tuple[str, float]]:
         return self.knowledge.records.vector_ids(

@@ -16,7 +16,6 @@ import asyncio
 import codecs
 import fnmatch
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Final, cast
@@ -26,6 +25,7 @@ from memstack.agents.builtin._confined import (
     MAX_PATH_CHARS,
     Located,
     locate,
+    regular_file,
     tool_error,
     walk,
     workspace_root,
@@ -104,7 +104,7 @@ class WorkspaceReadTool(Tool):
         return await asyncio.to_thread(self._read, target, offset, limit)
 
     def _read(self, target: Located, offset: int, limit: int) -> JSONObject:
-        size = self._file_size(target)
+        size = regular_file(target, self.name, "workspace_list").st_size
         with target.real.open("rb") as file:
             file.seek(offset)
             data = file.read(limit)
@@ -124,23 +124,6 @@ class WorkspaceReadTool(Tool):
         if truncated:
             result["next_offset"] = start + used
         return result
-
-    def _file_size(self, target: Located) -> int:
-        try:
-            info = target.real.stat()
-        except FileNotFoundError:
-            raise tool_error(
-                self.name,
-                f"no file at `path` {target.shown!r}; call `workspace_list` to see what exists.",
-            ) from None
-        if stat.S_ISDIR(info.st_mode):
-            raise tool_error(
-                self.name,
-                f"`path` {target.shown!r} is a directory; list it with `workspace_list`.",
-            )
-        if not stat.S_ISREG(info.st_mode):
-            raise tool_error(self.name, f"`path` {target.shown!r} is not a regular file.")
-        return info.st_size
 
     def user_message(self, params: Mapping[str, JSON]) -> str:
         return f"Reading {params.get('path', '(no path)')}"
