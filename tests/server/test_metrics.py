@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
@@ -18,6 +19,7 @@ from memstack.embeddings import BatchingEmbedder, HashEmbedder, Vectors
 from memstack.embeddings.base import EmbedderWrapper
 from memstack.settings import ServerSettings
 from memstack.transports.app import create_app
+from memstack.transports.rest.metrics import ServerMetrics
 from memstack.wiring import Services, open_services
 from tests.server.conftest import Keys, LiveServer, auth
 from tests.server.indexing import GatedEmbedder, prose
@@ -81,6 +83,32 @@ async def test_requests_are_counted_by_route_template_and_status(api: httpx.Asyn
     assert value(text, "memstack_http_requests_in_progress") == 1  # the scrape itself
     second = await scrape(api)
     assert value(second, requests, method="GET", route="/metrics", status="200") == 1
+
+
+async def test_bodies_refused_before_routing_are_counted(api: httpx.AsyncClient, keys: Keys):
+    over = b"x" * 100_000  # over the fixture's 64 kB limit: a 413 before any route runs
+    for path in ("/api/memories", "/api/knowledge/search"):
+        refused = await api.post(path, content=over, headers=auth(keys.acme))
+        assert refused.status_code == 413, refused.text
+    text = await scrape(api)
+    requests = "memstack_http_requests_total"
+    assert value(text, requests, method="POST", route="/api/memories", status="413") == 1
+    assert value(text, requests, method="POST", route="unmatched", status="413") == 1
+    assert "/api/knowledge/search" not in text
+
+
+async def test_a_series_is_counted_on_every_request():
+    metrics = ServerMetrics()
+    for seconds in (0.002, 0.2):
+        metrics.observe("GET", "/healthz", 200, seconds)
+    metrics.observe("GET", "/healthz", 503, 0.002)
+    text = generate_latest(metrics.registry).decode()
+    requests = "memstack_http_requests_total"
+    assert value(text, requests, method="GET", route="/healthz", status="200") == 2
+    assert value(text, requests, method="GET", route="/healthz", status="503") == 1
+    latency = "memstack_http_request_duration_seconds"
+    assert value(text, f"{latency}_count", method="GET", route="/healthz") == 3
+    assert value(text, f"{latency}_bucket", method="GET", route="/healthz", le="0.01") == 2
 
 
 async def test_tier_health_follows_the_probes(tmp_path: Path, redis_url: str):

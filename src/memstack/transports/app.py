@@ -104,7 +104,7 @@ def _count_requests(app: FastAPI, services: Services, token: str | None) -> None
     it sees each request whole, from its arrival to the end of its answer."""
     metrics = ServerMetrics()
     app.include_router(metrics_route(services, metrics, token=token))
-    app.add_middleware(RequestMetrics, metrics=metrics, routes=app.router.routes)
+    app.add_middleware(RequestMetrics, metrics=metrics)
 
 
 def create_app_from_env(env: Mapping[str, str] | None = None) -> FastAPI:

@@ -28,7 +28,7 @@ import hmac
 import ipaddress
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Final
 
 from fastapi import APIRouter, HTTPException, Request
@@ -37,7 +37,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
-from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstack.errors import StoreUnavailable
@@ -62,7 +61,8 @@ LATENCY_BUCKETS: Final = (
 """Upper bounds (seconds) of the latency histogram: a store or search served from memory
 takes milliseconds, one waiting for a store that is down up to a few seconds."""
 UNMATCHED: Final = "unmatched"
-"""The ``route`` label of a request no route matched (a 404 for an unknown path)."""
+"""The ``route`` label of a request no route answered: a 404 for an unknown path, or a
+413 for a body over the limit, refused before routing."""
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 """The classic text format, which every Prometheus reads."""
 _PARAMETER: Final = re.compile(r"\{(\w+)(?::\w+)?\}")
@@ -103,14 +103,11 @@ class ServerMetrics:
 
 class RequestMetrics:
     """ASGI middleware: every HTTP request counted and timed in ``metrics``, labelled with
-    the template of the route among ``routes`` that answered it."""
+    the template of the route that answered it."""
 
-    def __init__(
-        self, app: ASGIApp, *, metrics: ServerMetrics, routes: Sequence[BaseRoute]
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, metrics: ServerMetrics) -> None:
         self.app = app
         self.metrics = metrics
-        self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -132,22 +129,19 @@ class RequestMetrics:
         finally:
             self.metrics.in_progress.dec()
             seconds = time.perf_counter() - start
-            self.metrics.observe(scope["method"], self._template(scope, path), status, seconds)
+            self.metrics.observe(scope["method"], _template(scope, path), status, seconds)
 
-    def _template(self, scope: Scope, path: str) -> str:
-        """The template of the route that answered the request to ``path``: the one
-        routing chose, a path ``hot_routes`` answers, or an app route that matches it."""
-        route = getattr(scope.get("route"), "path", None)
-        if isinstance(route, str):
-            return _prefixed(route, path, scope.get("path_params") or {})
-        if (scope["method"], path) in ANSWERED:
-            return str(path)
-        arrived = {**scope, "path": path, "root_path": ""}
-        for candidate in self.routes:
-            template = getattr(candidate, "path", None)
-            if isinstance(template, str) and candidate.matches(arrived)[0] is Match.FULL:
-                return template
-        return UNMATCHED
+
+def _template(scope: Scope, path: str) -> str:
+    """The template of the route that answered the request to ``path``: the one routing
+    chose, or a path ``hot_routes`` answers; a request answered before routing (a body
+    over the limit, refused with 413 before any route reads it) has none."""
+    route = getattr(scope.get("route"), "path", None)
+    if isinstance(route, str):
+        return _prefixed(route, path, scope.get("path_params") or {})
+    if (scope["method"], path) in ANSWERED:
+        return str(path)
+    return UNMATCHED
 
 
 def _prefixed(template: str, path: str, params: Mapping[str, object]) -> str:
