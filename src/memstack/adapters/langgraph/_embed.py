@@ -43,8 +43,8 @@ class StoreEmbedder:
         self._async: AsyncEmbed | None
         self._sync_query: Callable[[str], Any] | None = None
         self._async_query: Callable[[str], Awaitable[Any]] | None = None
-        if _is_memstack(embed):
-            self._memstack(embed)  # type: ignore[arg-type]
+        if isinstance(embed, Embedder):
+            self._memstack(embed)
         elif isinstance(embed, Embeddings | str):
             self._langchain(_langchain_embeddings(embed))
         elif callable(embed):
@@ -79,7 +79,7 @@ class StoreEmbedder:
     # -- sync ---------------------------------------------------------------------------
 
     def documents(self, texts: Sequence[str]) -> Vectors:
-        """One row per text."""
+        """One row per text (no embedder call for none)."""
         items = list(texts)
         if not items:
             return np.zeros((0, self.dims or 1), dtype=np.float32)
@@ -97,7 +97,9 @@ class StoreEmbedder:
 
     async def adocuments(self, texts: Sequence[str]) -> Vectors:
         items = list(texts)
-        if not items or self._async is None:
+        if not items:
+            return self.documents(items)
+        if self._async is None:
             return await asyncio.to_thread(self.documents, items)
         return self._matrix(await self._async(items), len(items))
 
@@ -134,10 +136,6 @@ class StoreEmbedder:
 def _first(matrix: Vectors) -> Vectors:
     row: Vectors = matrix[0]
     return row
-
-
-def _is_memstack(embed: object) -> bool:
-    return all(hasattr(embed, name) for name in ("embed_batch", "model_id", "dim"))
 
 
 def _is_async(function: Callable[..., Any]) -> bool:

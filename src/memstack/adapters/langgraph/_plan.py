@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 from langgraph.store.base import Op, PutOp, SearchOp
 
 from memstack._json import JSON, to_json
@@ -83,8 +82,7 @@ def index_paths(op: PutOp, paths: list[v.Path]) -> list[v.Path]:
 def embed(todo: Plan, embedder: StoreEmbedder | None) -> Embedded:
     if embedder is None:
         return Embedded()
-    flat = [text for texts in todo.texts for text in texts]
-    matrix = embedder.documents(flat) if flat else None
+    matrix = embedder.documents([text for texts in todo.texts for text in texts])
     return Embedded(
         documents=_split(matrix, todo.texts),
         queries={q: embedder.query(q) for q in todo.queries},
@@ -94,26 +92,21 @@ def embed(todo: Plan, embedder: StoreEmbedder | None) -> Embedded:
 async def aembed(todo: Plan, embedder: StoreEmbedder | None) -> Embedded:
     if embedder is None:
         return Embedded()
-    flat = [text for texts in todo.texts for text in texts]
-    matrix = await embedder.adocuments(flat) if flat else None
+    matrix = await embedder.adocuments([text for texts in todo.texts for text in texts])
     return Embedded(
         documents=_split(matrix, todo.texts),
         queries={q: await embedder.aquery(q) for q in todo.queries},
     )
 
 
-def _split(matrix: Vectors | None, texts: list[list[str]]) -> list[Vectors]:
+def _split(matrix: Vectors, texts: list[list[str]]) -> list[Vectors]:
     """The rows of ``matrix`` (one embedder call for the batch) back per put."""
     out: list[Vectors] = []
     start = 0
     for chunk in texts:
-        out.append(matrix[start : start + len(chunk)] if matrix is not None else _empty())
+        out.append(matrix[start : start + len(chunk)])
         start += len(chunk)
     return out
-
-
-def _empty() -> Vectors:
-    return np.zeros((0, 1), dtype=np.float32)
 
 
 def _value(op: PutOp) -> dict[str, JSON]:

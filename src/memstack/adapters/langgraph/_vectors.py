@@ -62,12 +62,13 @@ def vectors_of(
     records: RecordStore, name: str, labels: Sequence[str], keys: Sequence[str]
 ) -> list[Record]:
     """Every vector record of these items, expired ones too."""
+    if not keys:  # no items, no read
+        return []
     namespace = vector_namespace(name, labels)
     wanted = Filter(kinds=tuple(keys), include_expired=True)
     out: list[Record] = []
-    while keys:
+    while True:
         rows = records.list(namespace, filter=wanted, limit=MAX_LIMIT, offset=len(out))
         out += rows
         if len(rows) < MAX_LIMIT:
-            break
-    return out
+            return out

@@ -219,12 +219,13 @@ class MemstackStore(BaseStore):
         if not renewed:
             return
         vectors = [
-            dataclasses.replace(
-                vector, last_accessed_at=now, expires_at=renewed[(item_ns, kind)].expires_at
+            dataclasses.replace(  # a vector's kind is its item's key (``_vectors.py``)
+                vector,
+                last_accessed_at=now,
+                expires_at=renewed[(item_ns, vector.kind or "")].expires_at,
             )
             for (item_ns, labels), keys in _by_namespace(renewed.values()).items()
             for vector in vectors_of(self.records, self.name, labels, keys)
-            if (kind := vector.kind or "") and (item_ns, kind) in renewed
         ]
         self.records.write(upserts=[*renewed.values(), *vectors], model_id=self._model_id)
 

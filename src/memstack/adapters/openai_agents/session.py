@@ -244,6 +244,8 @@ def _id(seq: int) -> str:
 
 
 def _seq(record: Record) -> int:
+    """The item number; ids written before appends claimed their number (``_free``)
+    carry a ``-<tag>`` suffix, so histories stored then still read."""
     return int(record.id.split("-", 1)[0])
 
 
