@@ -9,9 +9,8 @@ beside it.
 
 Mechanisms (``MECHANISMS``) can be switched off one at a time for an ablation table:
 ``context`` stores the turns without context, the others zero their weight in
-``ContextWeights``. The weights
-were chosen on the first half of the development split (``TUNED_ON``); the report gives
-that half and the other half apart.
+``ContextWeights``. The weights were chosen on the first half of the development split
+(``TUNED_ON``); the report gives that half and the other half apart.
 """
 
 from __future__ import annotations
@@ -64,8 +63,7 @@ class LocomoReport:
     halves: dict[str, Summary] = field(default_factory=dict)
     """``tuned`` (the ``TUNED_ON`` conversations) and ``other``, when both are there."""
     ablations: dict[str, Summary] = field(default_factory=dict)
-    """Per mechanism switched off, the same run
-    so."""
+    """Per mechanism switched off, the same run without it."""
     ablation_halves: dict[str, dict[str, Summary]] = field(default_factory=dict)
     """Per mechanism in ``ablations``, that run's ``halves``."""
     timings: dict[str, float] = field(default_factory=dict)

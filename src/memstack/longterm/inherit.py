@@ -61,28 +61,21 @@ def carried_candidates(
     ``include_superseded`` (every version on its own, as ``fused_candidates`` gives
     them), ``provenances``."""
     closed = _closed(store, filter)
-    if closed is not None and store.count(namespace, closed.filter) > 0:
-        both = fused_candidates(
-            store,
-            [namespace, namespace],
-            query=query,
-            vector=vector,
-            pool=pool,
-            keyword_weight=keyword_weight,
-            filters=[filter, closed.filter],
-            model_id=model_id,
-        )
-        return _carried(store, namespace, both, filter, closed)
+    if closed is not None and store.count(namespace, closed.filter) == 0:
+        closed = None
+    filters = [filter] if closed is None else [filter, closed.filter]
     found = fused_candidates(
         store,
-        [namespace],
+        [namespace] * len(filters),
         query=query,
         vector=vector,
         pool=pool,
         keyword_weight=keyword_weight,
-        filter=filter,
+        filters=filters,
         model_id=model_id,
     )
+    if closed is not None:
+        return _carried(store, namespace, found, filter, closed)
     return Carried(
         records=found.records,
         similarity=found.similarity,
