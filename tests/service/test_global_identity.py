@@ -14,7 +14,12 @@ import pytest
 from memstack import ManualClock, NotFound
 from memstack.client._jsonl import read_export
 from memstack.embeddings import HashEmbedder
-from memstack.service.global_identity import legacy_global_id, migrate_global_identity
+from memstack.service import global_identity
+from memstack.service.global_identity import (
+    _move_tenant,
+    legacy_global_id,
+    migrate_global_identity,
+)
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
 from memstack.service.stm import InProcessTier, ShortTermTier
@@ -185,3 +190,50 @@ def test_an_import_keeps_two_agents_global_memories_of_one_key_apart():
         ("bot", ["Porto"]),
         ("ops", ["Faro"]),
     ]
+
+
+async def test_a_run_that_finds_everything_moved_still_drops_the_old_ids_from_buckets(
+    records: RecordStore, clock: ManualClock
+):
+    """Another process moved every memory and stopped before it wrote the marker or made
+    the short-term buckets stale: the run that finds nothing left to move does it."""
+    before = _service(records, clock, InProcessTier())
+    _write_as_before(before, records, clock)
+    service = _service(records, clock, InProcessTier())
+    found = await service.context(ACME, agent_id="third")  # the bucket holds the old ids
+    assert {m.id for m in found} == {
+        legacy_global_id("acme", "hq"),
+        legacy_global_id("acme", "motto"),
+    }
+    assert _move_tenant(service.long_term, "acme") == 2  # the other process, stopped here
+    await service.store(ACME, agent_id="bot", key="tone", value="Calm.", scope="global")
+    found = await service.context(ACME, agent_id="third")
+    assert {m.id for m in found} == {
+        _global_id("ops", "hq"),
+        _global_id("bot", "motto"),
+        _global_id("bot", "tone"),
+    }
+
+
+async def test_a_memory_already_under_its_new_id_keeps_the_old_one_apart(
+    records: RecordStore, clock: ManualClock
+):
+    before = _service(records, clock, InProcessTier())
+    _write_as_before(before, records, clock)
+    taken = replace(_legacy("hq", "ops", "Sines", clock.now()), id=_global_id("ops", "hq"))
+    before.long_term.upsert(taken, HashEmbedder().embed_batch([taken.value])[0])
+    assert migrate_global_identity(before.long_term, clock.now()) == 1  # motto alone
+    service = _service(records, clock, InProcessTier())
+    assert (await service.get(ACME, legacy_global_id("acme", "hq"))).value == "Faro"
+    assert (await service.get(ACME, _global_id("ops", "hq"))).value == "Sines"
+    assert (await service.get(ACME, _global_id("bot", "motto"))).value == "Ship."
+
+
+async def test_a_tenant_read_over_several_pages_moves_every_memory(
+    records: RecordStore, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+):
+    before = _service(records, clock, InProcessTier())
+    _write_as_before(before, records, clock)
+    monkeypatch.setattr(global_identity, "_PAGE", 2)  # 3 records: two pages
+    service = _service(records, clock, InProcessTier())
+    await _check_moved(service, records)

@@ -17,6 +17,7 @@ from memstack.service.principal import Principal
 from memstack.service.stm import InProcessTier
 from memstack.service.writes import MAX_BATCH_MEMORIES, MemoryWrite
 from memstack.storage import RecordStore
+from memstack.storage.versions import KEPT_VERSIONS
 
 ACME = Principal(tenant="acme")
 BOT_ONLY = Principal(tenant="acme", agents=frozenset({"bot"}))
@@ -167,3 +168,22 @@ async def test_a_batch_the_store_refuses_part_of_writes_none_of_it(
     with pytest.raises(MemstackError):
         await service.store_many(ACME, batch)
     assert set(await _everything(service)) == {"old"}
+
+
+async def test_a_batch_keeps_the_versions_a_single_store_keeps(
+    service: MemoryService, clock: ManualClock
+):
+    for i in range(KEPT_VERSIONS + 1):  # the memory and KEPT_VERSIONS closed versions
+        await service.store(ACME, agent_id="bot", key="city", value=f"city {i}")
+        clock.advance(1)
+    last, new = await service.store_many(
+        ACME,
+        [
+            MemoryWrite(agent_id="bot", key="city", value="city last"),
+            MemoryWrite(agent_id="bot", key="pet", value="A beagle."),
+        ],
+    )
+    history = await service.history(ACME, last.id)
+    assert len(history) == KEPT_VERSIONS + 1  # the earliest closed one went
+    assert [history[0].value, history[-1].value] == ["city 1", "city last"]
+    assert [m.value for m in await service.history(ACME, new.id)] == ["A beagle."]

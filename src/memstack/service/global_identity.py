@@ -10,13 +10,16 @@ values, times, vectors and history are written back as they were, under the new 
 
 It runs once per store: a marker beside the short-term tier's epoch says it ran. Several
 processes may run it at once: each memory's move expects its records as read, so a second
-mover finds them gone and moves nothing. After a move the caller makes every short-term
-bucket stale (``TierSync.invalidate``), so none serves the old ids again.
+mover finds them gone and moves nothing. Every run that found no marker makes every
+short-term bucket stale (``invalidate``, the caller's ``TierSync.invalidate``) before it
+writes the marker, whether it moved anything or not: another mover may have moved them
+all and stopped before its own invalidation, and a bucket filled meanwhile holds the old
+ids.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Final
@@ -39,9 +42,12 @@ def legacy_global_id(tenant: str, key: str) -> str:
     return memory_id(tenant=tenant, scope="global", agent_id="", session_id=None, key=key)
 
 
-def migrate_global_identity(long_term: LongTermTier, now: float) -> int:
-    """Move every global memory stored under its old id to the id of its agent; returns
-    how many moved (0 at once when the store was migrated before)."""
+def migrate_global_identity(
+    long_term: LongTermTier, now: float, invalidate: Callable[[float], object] | None = None
+) -> int:
+    """Move every global memory stored under its old id to the id of its agent, then make
+    every short-term bucket stale (``invalidate``, else ``bump_epoch``); returns how many
+    this call moved (0 at once when the store was migrated before)."""
     records = long_term.records
     marker = long_term.epoch_namespace()
     if records.get(marker, [MIGRATED_ID]):
@@ -49,6 +55,7 @@ def migrate_global_identity(long_term: LongTermTier, now: float) -> int:
     moved = 0
     for tenant in _tenants_with_global_memories(long_term):
         moved += retried(partial(_move_tenant, long_term, tenant), f"global memories of {tenant!r}")
+    (invalidate or long_term.bump_epoch)(now)  # before the marker: a crash here runs again
     done = Record(
         id=MIGRATED_ID, namespace=marker.encode(), text="done", created_at=now, updated_at=now
     )
@@ -68,20 +75,32 @@ def _move_tenant(long_term: LongTermTier, tenant: str) -> int:
     by_memory: dict[str, list[Record]] = {}
     for record in _every_record(long_term, namespace):
         by_memory.setdefault(memory_of(record), []).append(record)
-    moved = 0
-    for old_id, versions in by_memory.items():
-        new_id = _new_id(tenant, old_id, versions)
-        if new_id is not None and _move(long_term, namespace, old_id, new_id, versions):
-            moved += 1
-    return moved
+    renames = {
+        old_id: new_id
+        for old_id, versions in by_memory.items()
+        if (new_id := _new_id(tenant, old_id, versions)) is not None
+    }
+    # One read for every memory already under its new id: those stay as they are (the
+    # old one readable and erasable by its id); the move's Expect catches a later one.
+    taken = long_term.records.fetch(namespace, list(renames.values()), _EVERY)
+    moves = [(old, new) for old, new in renames.items() if new not in taken]
+    for old_id, new_id in moves:
+        _move(long_term, namespace, old_id, new_id, by_memory[old_id])
+    return len(moves)
 
 
 def _every_record(long_term: LongTermTier, namespace: Namespace) -> list[Record]:
+    """Every record of ``namespace``, a page at a time after the last one read (an offset
+    would read every page before it again)."""
     out: list[Record] = []
-    while page := long_term.records.list(namespace, filter=_EVERY, limit=_PAGE, offset=len(out)):
+    after: tuple[float, str] | None = None
+    while page := long_term.records.list(
+        namespace, filter=_EVERY, limit=_PAGE, order="created_asc", after=after
+    ):
         out.extend(page)
         if len(page) < _PAGE:
             break
+        after = (page[-1].created_at, page[-1].id)
     return out
 
 
@@ -104,13 +123,10 @@ def _move(
     old_id: str,
     new_id: str,
     versions: Sequence[Record],
-) -> bool:
+) -> None:
     """Write the memory's records under ``new_id`` and delete the old ones, in one
-    transaction; False (nothing written) when a memory already has ``new_id``: then the
-    old one stays as it is, readable and erasable by its id."""
+    transaction that expects them as read and ``new_id`` free (else ``WriteConflict``)."""
     records = long_term.records
-    if records.fetch(namespace, [new_id], _EVERY):
-        return False
     index = long_term.index_namespace(namespace.parts[0])
     moved = [_renamed(r, old_id, new_id) for r in versions]
     head = next((r for r in moved if r.id == new_id), None)
@@ -123,7 +139,6 @@ def _move(
             Expect(namespace=namespace.encode(), id=new_id, seen=None),
         ],
     )
-    return True
 
 
 def _renamed(record: Record, old_id: str, new_id: str) -> Record:

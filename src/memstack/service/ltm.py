@@ -259,9 +259,10 @@ class LongTermTier:
     ) -> None:
         """Add the writes of ``group`` (memories of ``namespace``) to ``plan``: each the
         next version over what is stored now (``next_version``), as ``upsert`` writes it."""
-        ids = [m.id for m in group]
-        seen = self.records.fetch(namespace, ids, Filter(include_expired=True))
-        closed = self._versions(namespace, ids)
+        seen = self.records.fetch(namespace, [m.id for m in group], Filter(include_expired=True))
+        closed: dict[str | None, builtins.list[Record]] = {}  # only a stored memory has any
+        for record in self._versions(namespace, [*seen]) if seen else []:
+            closed.setdefault(record.superseded_by, []).append(record)
         for memory in group:
             stored = seen.get(memory.id)
             current = stored if stored is not None and self._live(stored) else None
@@ -270,8 +271,8 @@ class LongTermTier:
             plan.upserts += [_to_record(written, vectors[memory.id]), self._index_record(written)]
             if archived is not None:
                 plan.upserts.append(archived)
-                own = [r for r in closed if r.superseded_by == memory.id]
-                plan.deletes.setdefault(namespace, []).extend(beyond_kept(own))
+                own = beyond_kept(closed.get(memory.id, []))
+                plan.deletes.setdefault(namespace, []).extend(own)
             plan.expect.append(Expect(namespace=namespace.encode(), id=memory.id, seen=stored))
 
     def restore(

@@ -346,9 +346,8 @@ class MemoryService:
         if self._migrated:
             return
         with self._migrating:
-            if not self._migrated:
-                if migrate_global_identity(self.long_term, self.clock.now()):
-                    self._sync.invalidate(self.clock.now())  # buckets hold the old ids
+            if not self._migrated:  # buckets may hold the old ids: it invalidates them
+                migrate_global_identity(self.long_term, self.clock.now(), self._sync.invalidate)
                 self._migrated = True
 
     def _write(self, memory: Memory, over: Memory | None = None) -> Memory:

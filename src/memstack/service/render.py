@@ -39,9 +39,11 @@ def render_memories(memories: Sequence[Memory], *, budget_chars: int | None = No
     if room < _size([]):
         return ""  # not even the note fits
     kept: list[str] = []
+    used = _size([])
     for part in parts:
-        if _size([*kept, part]) <= room:
+        if used + _taken(part) <= room:
             kept.append(part)
+            used += _taken(part)
     return "\n".join([_OPENING, *kept, left_out_note(len(parts) - len(kept)), _CLOSING])
 
 
@@ -60,7 +62,12 @@ def _part(memory: Memory) -> str:
 
 def _size(parts: Sequence[str]) -> int:
     """The length of the block holding ``parts`` (one newline after each line)."""
-    return len(_OPENING) + len(_CLOSING) + sum(len(p) + 1 for p in parts) + 1
+    return len(_OPENING) + len(_CLOSING) + sum(_taken(p) for p in parts) + 1
+
+
+def _taken(part: str) -> int:
+    """What one line adds to the block: itself and its newline."""
+    return len(part) + 1
 
 
 def xml_attr(value: str) -> str:
