@@ -166,18 +166,17 @@ def test_a_stopped_run_is_taken_up_where_it_stopped(records: RecordStore, clock:
     assert namespace_models(records, "kb/")[0].model_id == "hash:8"
 
 
-def test_a_run_stopped_before_the_copy_replaced_its_namespace_is_finished(
+def test_a_copy_whose_namespace_was_emptied_since_is_dropped_not_put_back(
     records: RecordStore, clock: ManualClock
 ) -> None:
     fill(records, clock)
     staging = Namespace("reembed", MEM).encode()
     _copy_page(records, NEW, staging, records.list(MEM, filter=_EVERY, limit=100))
-    records.delete_namespace(MEM)  # stopped right after this
+    records.delete_namespace(MEM)  # erased while the stopped run's copy was kept
     done = reembed(records, NEW, prefix="mem/")
-    assert [(d.namespace, d.records, d.from_model) for d in done] == [(MEM, 8, None)]
-    assert records.namespace_info(MEM) is not None
-    assert records.namespace_info(MEM).model_id == "hash:16"  # type: ignore[union-attr]
-    assert len(every(records, MEM)) == 8
+    assert [(d.namespace, d.records, d.from_model) for d in done] == []
+    assert records.namespace_info(MEM) is None
+    assert len(every(records, MEM)) == 0  # what was erased stays erased
     assert records.namespaces("reembed/") == []
 
 

@@ -15,7 +15,7 @@ the swap, a server still on the old model is refused (``check_model``) until it 
 restarted with the new one. Until the swap the namespace stays whole and searchable
 with its old model; a run that stops half way (interrupted, crashed) is taken up where
 it stopped by the next run, since a record already copied unchanged is not embedded
-again, and a copy whose namespace was already removed is put in its place.
+again; a copy whose namespace was emptied since (erased) is dropped, never put back.
 """
 
 from __future__ import annotations
@@ -120,9 +120,11 @@ def reembed(
     progress: Progress | None = None,
 ) -> list[Reembedded]:
     """Embed again with ``embedder`` each namespace starting with ``prefix`` whose vectors
-    come from another model (``every``: all of them), and finish any run that stopped
-    before replacing its namespace. Returns what was done, namespace by namespace."""
-    done = [_finish(records, name) for name in _orphans(records, prefix)]
+    come from another model (``every``: all of them). Returns what was done, namespace
+    by namespace."""
+    for staging in _orphans(records, prefix):
+        records.delete_namespace(staging)
+    done = []
     for space in to_reembed(namespace_models(records, prefix), embedder, every=every):
         done.append(_reembed_one(records, embedder, space, batch, progress))
     return done
@@ -220,17 +222,11 @@ def _drop_gone(records: RecordStore, staging: str, seen: set[str]) -> None:
 
 
 def _orphans(records: RecordStore, prefix: str) -> builtins.list[str]:
-    """Copies whose namespace is gone: a run stopped between removing the namespace and
-    renaming the copy (``_replace``)."""
+    """Copies whose namespace holds no record. ``replace_namespace`` swaps in one
+    transaction, so no run stops half way through it: such a copy outlived a namespace
+    emptied after the copy was made (erased, say), and is dropped, never put back."""
     staged = [n for n in records.namespaces(_STAGING) if _target(n).startswith(prefix)]
     return [n for n in staged if not records.count(_target(n), _EVERY)]
-
-
-def _finish(records: RecordStore, staging: str) -> Reembedded:
-    """A stopped run's copy put in its namespace's place (the old model is not known)."""
-    name = _target(staging)
-    moved = records.rename_namespace(staging, name)
-    return Reembedded(namespace=name, records=moved, embedded=0, from_model=None)
 
 
 def _target(staging: str) -> str:
