@@ -10,11 +10,11 @@ values, times, vectors and history are written back as they were, under the new 
 
 It runs once per store: a marker beside the short-term tier's epoch says it ran. Several
 processes may run it at once: each memory's move expects its records as read, so a second
-mover finds them gone and moves nothing. Every run that found no marker makes every
-short-term bucket stale (``invalidate``, the caller's ``TierSync.invalidate``) before it
-writes the marker, whether it moved anything or not: another mover may have moved them
-all and stopped before its own invalidation, and a bucket filled meanwhile holds the old
-ids.
+mover finds them gone and moves nothing. Every run that found no marker, on a store with
+global memories, makes every short-term bucket stale (``invalidate``, the caller's
+``TierSync.invalidate``) before it writes the marker, whether it moved anything or not:
+another mover may have moved them all and stopped before its own invalidation, and a
+bucket filled meanwhile holds the old ids.
 """
 
 from __future__ import annotations
@@ -53,9 +53,11 @@ def migrate_global_identity(
     if records.get(marker, [MIGRATED_ID]):
         return 0
     moved = 0
-    for tenant in _tenants_with_global_memories(long_term):
+    tenants = _tenants_with_global_memories(long_term)
+    for tenant in tenants:
         moved += retried(partial(_move_tenant, long_term, tenant), f"global memories of {tenant!r}")
-    (invalidate or long_term.bump_epoch)(now)  # before the marker: a crash here runs again
+    if tenants:  # a bucket can hold an old id only of a global memory stored (or moved)
+        (invalidate or long_term.bump_epoch)(now)  # before the marker: a crash runs again
     done = Record(
         id=MIGRATED_ID, namespace=marker.encode(), text="done", created_at=now, updated_at=now
     )
