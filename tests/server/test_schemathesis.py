@@ -48,6 +48,10 @@ CHECKS = [
 ]
 MAX_EXAMPLES = 40  # per operation and mode: about 1,300 requests, 30 s
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
+FRAMING = {"content-length", "transfer-encoding"}
+"""Headers that frame the message: a generated one (``content-length: 5z``) is refused by
+uvicorn's HTTP parser with a plain 400 before any route sees the request, so no document
+of memstack's operations can say it; the HTTP client sets them from the body instead."""
 
 
 @pytest.fixture(scope="module")
@@ -227,6 +231,8 @@ def _fuzz(
     )
     def run(case: Any) -> None:
         nonlocal sent
+        for name in [n for n in case.headers or {} if n.lower() in FRAMING]:
+            del case.headers[name]
         case.call_and_validate(headers=headers, checks=CHECKS, timeout=30)
         sent += 1
 
