@@ -215,8 +215,10 @@ def _prepare(services: Services, settings: ServerSettings) -> None:
 
 def _first_key(keys: ApiKeys, settings: ServerSettings, *, to_terminal: bool) -> None:
     """The key made when none exists: printed to a terminal, else written to a file only
-    its owner reads and only its path printed: a service manager logs what is printed."""
-    raw, info = keys.create(tenant="default", label="created by memstack serve")
+    its owner reads and only its path printed: a service manager logs what is printed.
+    It has the long-term right, so every example of the README (the users' memory, mem0's
+    clients) runs with it; ``MEMSTACK_MEMORY_ENABLED=0`` still switches that off."""
+    raw, info = keys.create(tenant="default", label="created by memstack serve", long_term=True)
     made = f"No API key existed, so one was created for tenant {info.tenant!r}.\n"
     if to_terminal:
         click.echo(f"{made}It is shown only this once; keep it:\n\n    {raw}\n")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -33,6 +33,7 @@ __all__ = [
     "check_turn",
     "context_of",
     "session_date",
+    "spoken",
     "turn_text",
 ]
 
@@ -110,6 +111,15 @@ def check_turn(turn: object, index: int, max_text: int) -> Turn:
 def turn_text(turn: Turn) -> str:
     """The memory a turn becomes: ``"<speaker>: <text>"``."""
     return f"{turn.speaker}: {turn.text}"
+
+
+def spoken(text: str, metadata: Mapping[str, JSON]) -> str | None:
+    """What a stored turn's speaker said: its ``text`` without the ``"<speaker>: "``
+    that ``turn_text`` put before it; None for a memory that is not a turn."""
+    speaker = metadata.get("speaker")
+    if isinstance(speaker, str) and text.startswith(f"{speaker}: "):
+        return text[len(speaker) + 2 :]
+    return None
 
 
 def session_date(at: float) -> str:

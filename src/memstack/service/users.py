@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from memstack._json import JSON
+from memstack._json import JSON, to_json
 from memstack.clock import Clock, SystemClock
 from memstack.embeddings import Embedder
 from memstack.errors import Forbidden, InvalidInput, NotFound
@@ -34,9 +34,16 @@ from memstack.longterm.calibration import CONTEXT_MIN_SCORE, check_min_score
 from memstack.longterm.collection import Collection
 from memstack.longterm.memory import DEFAULT_MAX_ITEMS, LongTermMemory, long_term_item
 from memstack.longterm.render import render_recalled
-from memstack.longterm.turns import Turn
-from memstack.longterm.types import LongTermItem, LtmKind, Provenance, RecalledMemory
+from memstack.longterm.turns import Turn, spoken
+from memstack.longterm.types import (
+    LTM_KINDS,
+    LongTermItem,
+    LtmKind,
+    Provenance,
+    RecalledMemory,
+)
 from memstack.providers.base import ChatModel
+from memstack.secrets import refuse_secrets
 from memstack.service.paging import (
     decode_cursor,
     decode_user_cursor,
@@ -76,6 +83,10 @@ __all__ = [
 NAMESPACE: Final = "chat"
 """The collection every served user's memories live in."""
 MAX_PAGE: Final = 1_000
+_MAX_CHAIN: Final = 64
+"""How many ``superseded_by`` links ``get`` follows from an old id to the current one."""
+_TURN_FIELDS: Final = frozenset({"speaker", "session_id", "turn_seq"})
+"""What a stored turn's metadata holds for memstack, kept by ``update``."""
 _EXPORT_PAGE: Final = 1_000
 OFF_MESSAGE: Final = (
     "long-term memory is off for this API key: switch it on for every key with "
@@ -162,12 +173,14 @@ class UserMemories:
         turns: Sequence[TurnIn],
         *,
         memory_enabled: bool | None = None,
+        extract: bool = True,
     ) -> AddTurnsResult:
         """Store conversation turns verbatim, with their context, as
         ``LongTermMemory.remember_turns`` does; one outcome per turn, in order. A turn sent
         again with its ``id`` is ``duplicate`` and left as stored; one the secret filter
         refuses is ``refused`` (the others are stored). With an extraction model, the
-        stored turns are mined after the answer by the job ``job_id`` names."""
+        stored turns are mined after the answer by the job ``job_id`` names, unless
+        ``extract`` is False (the turns are all the caller wants kept)."""
         memory = self.memory(caller, user_id)
         use = self.enabled(caller, memory_enabled)
         checked = check_turns(turns, self.clock.now())
@@ -179,7 +192,8 @@ class UserMemories:
             for c, o in zip(checked, outcomes, strict=True)
             if o.outcome == "stored" and c.turn is not None
         ]
-        job_id = await self._queue(caller.tenant, user_id, memory, stored) if stored else None
+        queue = stored and extract
+        job_id = await self._queue(caller.tenant, user_id, memory, stored) if queue else None
         return AddTurnsResult(turns=outcomes, job_id=job_id)
 
     async def _stored(self, memory: LongTermMemory, checked: list[Checked]) -> list[TurnOutcome]:
@@ -345,6 +359,89 @@ class UserMemories:
         memory = self.memory(caller, user_id)
         self.enabled(caller)
         return await memory.history(memory_id)
+
+    async def get(self, caller: Principal, user_id: str, memory_id: str) -> LongTermItem:
+        """The current version of a memory: the memory itself, or the version that
+        replaced it (a memory that was updated keeps answering to its first id).
+        ``NotFound`` for an unknown id, or one deleted or evicted."""
+        memory = self.memory(caller, user_id)
+        self.enabled(caller)
+        found = await asyncio.to_thread(self._current, memory.namespace, memory_id)
+        return long_term_item(found)
+
+    def _current(self, namespace: str, memory_id: str) -> Record:
+        """The record ``memory_id`` is now: itself, or where its ``superseded_by`` lead."""
+        found = self.records.get(namespace, [memory_id]) if memory_id else []
+        for _ in range(_MAX_CHAIN):
+            if not found:
+                break
+            record = found[0]
+            if record.valid_to is None:
+                return record
+            if record.superseded_by is None:
+                break
+            found = self.records.get(namespace, [record.superseded_by])
+        raise NotFound(
+            f"no current memory with this id ({len(memory_id)} characters) for this user.",
+            field="memory_id",
+        )
+
+    async def update(
+        self,
+        caller: Principal,
+        user_id: str,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        metadata: dict[str, JSON] | None = None,
+    ) -> LongTermItem:
+        """Change a memory. A new ``text`` is a new version: it supersedes the current
+        one, which ``history`` keeps; ``metadata`` alone is rewritten in place. Both pass
+        the secret filter; the fields memstack keeps in a turn's metadata (its speaker,
+        session and place in the session) are kept. Returns the current version."""
+        memory = self.memory(caller, user_id)
+        self.enabled(caller)
+        if text is None and metadata is None:
+            raise InvalidInput("give text or metadata to change.", field="text")
+        if metadata is not None:
+            to_json(metadata, field="metadata")
+            refuse_secrets({"metadata": metadata}, where="long-term memory")
+        current = await asyncio.to_thread(self._current, memory.namespace, memory_id)
+        kept = {k: v for k, v in current.metadata.items() if k in _TURN_FIELDS}
+        merged = {**(current.metadata if metadata is None else metadata), **kept}
+        said = spoken(current.text, current.metadata)
+        if text is None or text == (current.text if said is None else said):
+            changed = dataclasses.replace(current, metadata=merged, updated_at=self.clock.now())
+            await asyncio.to_thread(self.records.upsert, [changed], model_id=self.embedder.model_id)
+            return long_term_item(changed)
+        merged.pop("turn_seq", None)  # the new version is not a turn of its session
+        speaker = current.metadata.get("speaker")
+        done = await memory.remember(
+            text if said is None else f"{speaker}: {text}",
+            kind=current.kind if current.kind in LTM_KINDS else "fact",
+            importance=current.importance,
+            metadata=merged,
+            supersedes=[current.id],
+        )
+        if done.status == "secret":
+            raise InvalidInput(
+                f"not stored: text looks like a secret ({done.secret_kind}); credentials "
+                "are never kept in long-term memory.",
+                field="text",
+            )
+        assert done.id is not None
+        return await self.get(caller, user_id, done.id)
+
+    async def retire(self, caller: Principal, user_id: str, memory_id: str) -> LongTermItem:
+        """Close a memory's current version now (``closed_reason="deleted"``): recall and
+        listings leave it out, ``history`` keeps it. Returns the version closed;
+        ``NotFound`` when there is no current version."""
+        memory = self.memory(caller, user_id)
+        self._may_delete(caller)
+        current = await asyncio.to_thread(self._current, memory.namespace, memory_id)
+        if not await memory.retire(current.id):
+            raise NotFound("this memory was closed meanwhile.", field="memory_id")
+        return long_term_item(current)
 
     async def job(self, caller: Principal, user_id: str, job_id: str) -> JobStatus:
         """An extraction job of the user; ``NotFound`` for another user's or tenant's."""

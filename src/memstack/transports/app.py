@@ -17,6 +17,7 @@ from memstack.settings import ServerSettings
 from memstack.transports.errors import install_error_handlers
 from memstack.transports.inspector import inspector_router
 from memstack.transports.mcp.http import MAX_STREAM_S, mount_mcp
+from memstack.transports.mem0 import Mem0Dialect, mem0_routes
 from memstack.transports.rest.body_limits import RouteBodyLimits
 from memstack.transports.rest.docs import mount_docs
 from memstack.transports.rest.hot_routes import HotRoutes
@@ -88,6 +89,8 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health_route(services))
     app.include_router(api_routes(services))
+    dialect = Mem0Dialect(users=services.users, memories=services.memories)
+    app.include_router(mem0_routes(dialect, services.keys))  # mem0's clients, by host=
     mount_docs(app)
     app.include_router(inspector_router())  # /ui: the web inspector's static page
     mount_mcp(app, services, max_stream_s=mcp_stream_s)  # /mcp: MCP, behind the same keys

@@ -30,8 +30,10 @@ __all__ = [
     "BodyLimit",
     "error_response",
     "error_responses",
+    "http_error_response",
     "install_error_handlers",
     "service_error_response",
+    "validation_error_response",
 ]
 
 _NOT_JSON = "the request body is not valid JSON; send a JSON object."
@@ -177,19 +179,39 @@ def service_error_response(exc: Exception) -> JSONResponse | None:
     return None
 
 
+def validation_error_response(exc: RequestValidationError) -> JSONResponse:
+    """The answer to a request FastAPI could not read into a route's parameters: a 400
+    for a body that is not a JSON document, else a 422 naming each field."""
+    errors = exc.errors()
+    unparsed = _unparsed_body(errors[0] if errors else {})
+    if unparsed is not None:
+        return error_response(400, "malformed_json", unparsed, "body")
+    details = [
+        {"field": _field(e.get("loc", ())), "message": str(e.get("msg", ""))} for e in errors
+    ]
+    field = details[0]["field"] if details else None
+    message = "; ".join(f"{d['field']}: {d['message']}" for d in details[:5])
+    return error_response(422, "invalid_input", message, field, details=details)
+
+
+def http_error_response(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    """The answer to an ``HTTPException`` (a body that could not be decoded, a missing
+    key, an unknown path, a method the path does not answer)."""
+    if exc.status_code == 400:  # the body could not be decoded at all
+        return error_response(400, "malformed_json", _unreadable(exc.__cause__), "body")
+    code = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}.get(
+        exc.status_code, "http_error"
+    )
+    response = error_response(exc.status_code, code, str(exc.detail))
+    if exc.status_code == 405:
+        response.headers["Allow"] = _allowed(request, exc)
+    return response
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        unparsed = _unparsed_body(errors[0] if errors else {})
-        if unparsed is not None:
-            return error_response(400, "malformed_json", unparsed, "body")
-        details = [
-            {"field": _field(e.get("loc", ())), "message": str(e.get("msg", ""))} for e in errors
-        ]
-        field = details[0]["field"] if details else None
-        message = "; ".join(f"{d['field']}: {d['message']}" for d in details[:5])
-        return error_response(422, "invalid_input", message, field, details=details)
+        return validation_error_response(exc)
 
     async def service_error(request: Request, exc: Exception) -> JSONResponse:
         response = service_error_response(exc)
@@ -202,15 +224,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        if exc.status_code == 400:  # the body could not be decoded at all
-            return error_response(400, "malformed_json", _unreadable(exc.__cause__), "body")
-        code = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}.get(
-            exc.status_code, "http_error"
-        )
-        response = error_response(exc.status_code, code, str(exc.detail))
-        if exc.status_code == 405:
-            response.headers["Allow"] = _allowed(request, exc)
-        return response
+        return http_error_response(request, exc)
 
 
 _METHODS: Final = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
