@@ -523,6 +523,9 @@ async def _renamed(call: Awaitable[_T], *, value: str = "content") -> _T:
         if found is None:
             raise
         rest = found.group(2)
-        named = _RENAMED.get(rest.split(".")[0], rest)
+        head = rest.split(".")[0]
+        if head not in _RENAMED:  # not a message's own field: agent_id, session_id, ...
+            raise type(exc)(str(exc), field=rest) from exc
+        named = _RENAMED[head]
         where = f"messages[{found.group(1)}]" + (f".{named}" if named else "")
         raise type(exc)(f"{where}: {exc}", field=where) from exc

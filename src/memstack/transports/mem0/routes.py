@@ -148,12 +148,7 @@ def _add(d: Mem0Dialect, auth: Any) -> _Endpoint:
     async def add_memories(body: AddBody, caller: Annotated[Principal, auth]) -> dict[str, JSON]:
         """Store messages: a user's as turns of their conversation, kept verbatim (facts
         extracted from them too when the server has a model and ``infer`` is true)."""
-        given = (
-            [{"role": "user", "content": body.messages}]
-            if isinstance(body.messages, str)
-            else [m.model_dump() for m in body.messages]
-        )
-        messages = [Message(**m) for m in given]
+        messages = [Message(**m.model_dump()) for m in body.messages]
         return await d.add(
             caller,
             _entity(body),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr
 
 from memstack.transports.schemas import MAX_RESOURCE_ID_CHARS, Moment
 
@@ -52,6 +52,11 @@ class MessageIn(_Body):
     """The speaker's name (OpenAI's message field); the role when it is absent."""
 
 
+def _one_message(value: object) -> object:
+    """A string as the one user message it stands for (mem0's clients accept one too)."""
+    return [{"role": "user", "content": value}] if isinstance(value, str) else value
+
+
 class _Entities(_Body):
     user_id: _Id | None = None
     agent_id: _Id | None = None
@@ -60,7 +65,12 @@ class _Entities(_Body):
 
 
 class AddBody(_Entities):
-    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=MAX_MESSAGES)] | _Text
+    messages: Annotated[
+        list[MessageIn],
+        Field(min_length=1, max_length=MAX_MESSAGES),
+        BeforeValidator(_one_message),
+    ]
+    """A list of messages, or one string: a user's message."""
     metadata: dict[str, Any] | None = None
     infer: StrictBool = True
     timestamp: Moment | None = None
