@@ -53,7 +53,15 @@ $(VENV)/.browser: | $(BIN)/python
 	fi
 	@touch $@
 
-test: lint typecheck $(VENV)/.browser
+# mem0's TypeScript client for tests/mem0 (npm mem0ai, pinned in tests/mem0/js): installed
+# from its lock file when node_modules is missing or the lock file changed. Its long list
+# of peer dependencies (vector stores, model SDKs) is for mem0's own server, not the client.
+MEM0_JS := tests/mem0/js
+$(MEM0_JS)/node_modules/.package-lock.json: $(MEM0_JS)/package-lock.json $(MEM0_JS)/package.json
+	cd $(MEM0_JS) && npm ci --legacy-peer-deps --no-audit --no-fund
+	@touch $@
+
+test: lint typecheck $(VENV)/.browser $(MEM0_JS)/node_modules/.package-lock.json
 	$(BIN)/pytest
 
 clean:

@@ -367,7 +367,7 @@ def test_not_excludes_and_wildcard_needs_a_value() -> None:
         (
             "/v3/memories/add/",
             {"messages": [{"role": "user", "content": 5}], "user_id": "a"},
-            "messages.0.content",
+            "messages[0].content",
         ),
         ("/v3/memories/add/", {"messages": "hi", "user_id": "a", "colour": 1}, "colour"),
         ("/v3/memories/add/", {"messages": "hi"}, "user_id"),

@@ -69,6 +69,7 @@ from memstack.storage import Filter, Namespace, Record, RecordStore
 
 __all__ = [
     "NAMESPACE",
+    "ORIGIN_KEY",
     "AddTurnsResult",
     "JobStatus",
     "Page",
@@ -85,8 +86,12 @@ NAMESPACE: Final = "chat"
 MAX_PAGE: Final = 1_000
 _MAX_CHAIN: Final = 64
 """How many ``superseded_by`` links ``get`` follows from an old id to the current one."""
-_TURN_FIELDS: Final = frozenset({"speaker", "session_id", "turn_seq"})
-"""What a stored turn's metadata holds for memstack, kept by ``update``."""
+ORIGIN_KEY: Final = "origin_id"
+"""The metadata key of a version ``update`` wrote: the id its memory was first stored
+under, so a caller that holds that id (mem0's clients do) keeps finding it by it."""
+_KEPT_FIELDS: Final = frozenset({"speaker", "session_id", "turn_seq", ORIGIN_KEY})
+"""What a memory's metadata holds for memstack (a turn's place, its first id), kept by
+``update``."""
 _EXPORT_PAGE: Final = 1_000
 OFF_MESSAGE: Final = (
     "long-term memory is off for this API key: switch it on for every key with "
@@ -369,6 +374,16 @@ class UserMemories:
         found = await asyncio.to_thread(self._current, memory.namespace, memory_id)
         return long_term_item(found)
 
+    async def get_many(
+        self, caller: Principal, user_id: str, memory_ids: Sequence[str]
+    ) -> builtins.list[LongTermItem]:
+        """The memories of these ids as stored (any version), in one read; an unknown id
+        is left out."""
+        memory = self.memory(caller, user_id)
+        self.enabled(caller)
+        found = await asyncio.to_thread(self.records.get, memory.namespace, list(memory_ids))
+        return [long_term_item(r) for r in found]
+
     def _current(self, namespace: str, memory_id: str) -> Record:
         """The record ``memory_id`` is now: itself, or where its ``superseded_by`` lead."""
         found = self.records.get(namespace, [memory_id]) if memory_id else []
@@ -407,7 +422,7 @@ class UserMemories:
             to_json(metadata, field="metadata")
             refuse_secrets({"metadata": metadata}, where="long-term memory")
         current = await asyncio.to_thread(self._current, memory.namespace, memory_id)
-        kept = {k: v for k, v in current.metadata.items() if k in _TURN_FIELDS}
+        kept = {k: v for k, v in current.metadata.items() if k in _KEPT_FIELDS}
         merged = {**(current.metadata if metadata is None else metadata), **kept}
         said = spoken(current.text, current.metadata)
         if text is None or text == (current.text if said is None else said):
@@ -415,6 +430,7 @@ class UserMemories:
             await asyncio.to_thread(self.records.upsert, [changed], model_id=self.embedder.model_id)
             return long_term_item(changed)
         merged.pop("turn_seq", None)  # the new version is not a turn of its session
+        merged[ORIGIN_KEY] = current.metadata.get(ORIGIN_KEY, current.id)
         speaker = current.metadata.get("speaker")
         done = await memory.remember(
             text if said is None else f"{speaker}: {text}",

@@ -17,7 +17,7 @@ from memstack.settings import ServerSettings
 from memstack.transports.errors import install_error_handlers
 from memstack.transports.inspector import inspector_router
 from memstack.transports.mcp.http import MAX_STREAM_S, mount_mcp
-from memstack.transports.mem0 import Mem0Dialect, mem0_routes
+from memstack.transports.mem0 import MEM0_PATHS, Mem0Dialect, mem0_routes
 from memstack.transports.rest.body_limits import RouteBodyLimits
 from memstack.transports.rest.docs import mount_docs
 from memstack.transports.rest.hot_routes import HotRoutes
@@ -96,7 +96,7 @@ def create_app(
     mount_mcp(app, services, max_stream_s=mcp_stream_s)  # /mcp: MCP, behind the same keys
     if hot_routes:
         app.add_middleware(HotRoutes, services=services)  # inside BodyLimit: added first
-    app.add_middleware(RouteBodyLimits, max_bytes=max_body_bytes)
+    app.add_middleware(RouteBodyLimits, max_bytes=max_body_bytes, detail_paths=MEM0_PATHS)
     app.add_middleware(StoreWaitBudget)  # one budget for the whole request
     _count_requests(app, services, metrics_token)  # outermost
     return app

@@ -287,9 +287,11 @@ class BodyLimit:
     any error reading a body into a 400); so once the limit is passed, whatever the app
     answers is dropped and the 413 is sent instead."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, max_bytes: int, detail_paths: tuple[str, ...] = ()) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.detail_paths = detail_paths
+        """Paths (by prefix) whose clients read an error's message as ``detail``: mem0's."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -309,13 +311,10 @@ class BodyLimit:
             await self._too_large(scope, receive, send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = error_response(
-            413,
-            "too_large",
-            f"the request body is over {self.max_bytes} bytes; send less.",
-            "body",
-        )
-        await response(scope, receive, send)
+        message = f"the request body is over {self.max_bytes} bytes; send less."
+        detail = {"detail": message} if scope["path"].startswith(self.detail_paths) else {}
+        body = {"error": {"code": "too_large", "message": message, "field": "body"}, **detail}
+        await JSONResponse(body, status_code=413)(scope, receive, send)
 
 
 class _Counted:

@@ -4,6 +4,6 @@ mem0's filter language (``filters``), its ids and shapes (``ids``, ``subjects``)
 operations carried out by memstack's services (``dialect``). See ``docs/mem0.md``."""
 
 from memstack.transports.mem0.dialect import Mem0Dialect
-from memstack.transports.mem0.routes import mem0_routes
+from memstack.transports.mem0.routes import MEM0_PATHS, mem0_routes
 
-__all__ = ["Mem0Dialect", "mem0_routes"]
+__all__ = ["MEM0_PATHS", "Mem0Dialect", "mem0_routes"]

@@ -147,24 +147,24 @@ class Mem0Dialect:
             for m in messages
         ]
         done = await _renamed(self.users.add_turns(caller, user_id, turns, extract=infer))
+        ids = [o.id for o in done.turns if o.outcome == "stored"]
+        stored = {i.id: i for i in await self.users.get_many(caller, user_id, ids)}
         results: list[JSON] = []
         for message, outcome in zip(messages, done.turns, strict=True):
-            item = memory_out(
-                Subject(
-                    id=user_memory_id(user_id, outcome.id),
-                    text=message.content,
-                    user_id=user_id,
-                    agent_id=entity.agent_id,
-                    app_id=entity.app_id,
-                    run_id=entity.run_id or DEFAULT_RUN,
-                    created_at=timestamp or self.users.clock.now(),
-                    updated_at=self.users.clock.now(),
-                    categories=("event",),
-                    metadata=metadata or {},
+            item = stored.get(outcome.id)
+            if item is None:  # a duplicate or a refusal: nothing of it was written now
+                results.append(
+                    {
+                        "id": user_memory_id(user_id, outcome.id),
+                        "memory": message.content,
+                        "event": "NONE",
+                        "reason": outcome.reason,
+                    }
                 )
-            )
-            item["event"] = "ADD" if outcome.outcome == "stored" else "NONE"
-            results.append(item)
+                continue
+            shown = memory_out(user_subject(user_id, item))
+            shown["event"] = "ADD"
+            results.append(shown)
         if done.job_id is None:
             return {
                 "results": results,
@@ -236,7 +236,7 @@ class Mem0Dialect:
                 caller, ref.user_id, ref.item_id, text=text, metadata=metadata
             )
             return user_subject(ref.user_id, item)
-        current = await self.memories.get(caller, ref)
+        current = await _keyed(self.memories.get(caller, ref))
         if metadata is not None and "app_id" in current.metadata:
             metadata = {**metadata, "app_id": current.metadata["app_id"]}
         changed = await _renamed(
@@ -249,7 +249,7 @@ class Mem0Dialect:
         if isinstance(ref, UserRef):
             await self.users.retire(caller, ref.user_id, ref.item_id)
         else:
-            await self.memories.delete(caller, ref)
+            await _keyed(self.memories.delete(caller, ref))
 
     async def delete_all(self, caller: Principal, entity: Entity) -> int:
         """Erase every memory of the entity named (``"*"``: of every such entity): a
@@ -300,7 +300,7 @@ class Mem0Dialect:
         ref = _ref(memory_id)
         if isinstance(ref, UserRef):
             return user_subject(ref.user_id, await self.users.get(caller, ref.user_id, ref.item_id))
-        return agent_subject(await self.memories.get(caller, ref))
+        return agent_subject(await _keyed(self.memories.get(caller, ref)))
 
     async def history(self, caller: Principal, memory_id: str) -> list[JSON]:
         ref = _ref(memory_id)
@@ -310,7 +310,7 @@ class Mem0Dialect:
             closed = None if last is None or last.valid_to is None else iso(last.valid_to)
             versions = [user_subject(ref.user_id, i) for i in items]
         else:
-            memories = await self.memories.history(caller, ref)
+            memories = await _keyed(self.memories.history(caller, ref))
             ended = memories[-1].valid_to if memories[-1].closed_reason == "evicted" else None
             closed = None if ended is None else iso(ended)
             versions = [agent_subject(m) for m in memories]
@@ -462,6 +462,15 @@ class Mem0Dialect:
                 return out
 
 
+async def _keyed(call: Awaitable[_T]) -> _T:
+    """``call`` on an agent's memory; its ``NotFound`` names ``memory_id``, as a user's
+    memory's does."""
+    try:
+        return await call
+    except NotFound as exc:
+        raise NotFound(str(exc), field="memory_id") from exc
+
+
 def _ref(memory_id: str) -> UserRef | str:
     ref = parse_memory_id(memory_id)
     if ref is None:
@@ -506,6 +515,8 @@ async def _pages(
 
 
 _TURN_FIELD: Final = re.compile(r"^(?:turns|memories)\[(\d+)\]\.?(.*)$")
+_MENTION: Final = re.compile(r"(?:turns|memories)\[\d+\]\.?[\w.]*(?::\s*|\s+(?=is\b))")
+"""memstack's own name of a field at the start of a message: the message names mem0's."""
 _RENAMED: Final = {"text": "content", "value": "content", "speaker": "name", "": ""}
 
 
@@ -525,7 +536,7 @@ async def _renamed(call: Awaitable[_T], *, value: str = "content") -> _T:
         rest = found.group(2)
         head = rest.split(".")[0]
         if head not in _RENAMED:  # not a message's own field: agent_id, session_id, ...
-            raise type(exc)(str(exc), field=rest) from exc
+            raise type(exc)(_MENTION.sub("", str(exc)), field=rest) from exc
         named = _RENAMED[head]
         where = f"messages[{found.group(1)}]" + (f".{named}" if named else "")
-        raise type(exc)(f"{where}: {exc}", field=where) from exc
+        raise type(exc)(f"{where}: {_MENTION.sub('', str(exc))}", field=where) from exc

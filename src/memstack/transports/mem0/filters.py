@@ -37,7 +37,7 @@ __all__ = [
     "wanted",
 ]
 
-Op = Literal["eq", "ne", "in", "gt", "gte", "lt", "lte", "contains", "icontains", "*"]
+Op = Literal["eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "icontains", "*"]
 Kind = Literal["entity", "date", "categories", "metadata", "keywords", "memory_ids"]
 
 ENTITY_FIELDS: Final = ("user_id", "agent_id", "app_id", "run_id")
@@ -50,10 +50,10 @@ FIELDS: Final[dict[str, Kind]] = {
     "memory_ids": "memory_ids",
 }
 OPERATORS: Final[dict[Kind, tuple[Op, ...]]] = {
-    "entity": ("eq", "ne", "in", "*"),
+    "entity": ("eq", "ne", "in", "nin", "*"),
     "date": ("eq", "ne", "gt", "gte", "lt", "lte"),
-    "categories": ("eq", "ne", "in", "contains"),
-    "metadata": ("eq", "ne", "in", "contains"),
+    "categories": ("eq", "ne", "in", "nin", "contains"),
+    "metadata": ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains"),
     "keywords": ("contains", "icontains"),
     "memory_ids": ("in",),
 }
@@ -202,7 +202,7 @@ def _ops(
 def _value(kind: Kind, op: Op, value: object, where: str) -> JSON:
     if op == "*":
         return None
-    if op == "in" or kind == "memory_ids":
+    if op in ("in", "nin") or kind == "memory_ids":
         if not isinstance(value, list) or not value:
             raise InvalidInput(f"{where} must be a non-empty list of values.", field=where)
         if len(value) > MAX_IN_VALUES:
@@ -338,8 +338,9 @@ def _holds(condition: Condition, subject: Subject) -> bool:
 
 
 def _among(categories: list[str], op: Op, value: JSON) -> bool:
-    if op == "in":
-        return isinstance(value, list) and any(c in value for c in categories)
+    if op in ("in", "nin"):
+        overlap = isinstance(value, list) and any(c in value for c in categories)
+        return overlap if op == "in" else not overlap
     held = value in categories
     return not held if op == "ne" else held
 
@@ -355,9 +356,12 @@ def _compare(actual: object, op: Op, value: JSON) -> bool:
         return bool(actual == value)
     if op == "ne":
         return bool(actual != value)
-    if op == "in":
-        return isinstance(value, Sequence) and actual in value
-    if not isinstance(actual, int | float) or not isinstance(value, int | float):
+    if op in ("in", "nin"):
+        held = isinstance(value, Sequence) and actual in value
+        return held if op == "in" else not held
+    if isinstance(actual, bool) or not isinstance(actual, int | float):
+        return False
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     if op == "gt":
         return actual > value

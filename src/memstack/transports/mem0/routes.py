@@ -13,6 +13,7 @@ No ``from __future__ import annotations`` here: FastAPI reads the handler signat
 """
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any, Final
 
@@ -56,7 +57,10 @@ from memstack.transports.mem0.schemas import (
 from memstack.transports.mem0.subjects import memory_out
 from memstack.transports.schemas import MAX_RESOURCE_ID_CHARS
 
-__all__ = ["mem0_routes"]
+__all__ = ["MEM0_PATHS", "mem0_routes"]
+
+MEM0_PATHS: Final = ("/v1/", "/v2/", "/v3/", "/api/v1/")
+"""Where mem0's routes are: their errors (a 413 too) carry mem0's ``detail``."""
 
 DEFAULT_THRESHOLD: Final = 0.1
 """mem0's own default ``threshold`` of a search."""
@@ -90,9 +94,19 @@ class Mem0Route(APIRoute):
         return answer
 
 
+_INDEX: Final = re.compile(r"(?<=[A-Za-z_\]])\.(\d+)(?=[.:\s]|$)")
+
+
 def _mem0_error(response: JSONResponse) -> JSONResponse:
+    """memstack's error answer with mem0's ``detail``, fields named as mem0's documents
+    name them (``messages[0].content``, not ``messages.0.content``)."""
     body = json.loads(bytes(response.body))
-    body["detail"] = body["error"]["message"]
+    error = body["error"]
+    for item in [error, *error.get("details", [])]:
+        for name in ("field", "message"):
+            if isinstance(item.get(name), str):
+                item[name] = _INDEX.sub(r"[\1]", item[name])
+    body["detail"] = error["message"]
     headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
     return JSONResponse(body, status_code=response.status_code, headers=headers)
 

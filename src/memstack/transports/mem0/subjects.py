@@ -22,6 +22,7 @@ from memstack._json import JSON
 from memstack.longterm.turns import spoken
 from memstack.longterm.types import LongTermItem
 from memstack.service.types import Memory
+from memstack.service.users import ORIGIN_KEY
 from memstack.transports.mem0.filters import Subject
 from memstack.transports.mem0.ids import user_memory_id
 
@@ -37,7 +38,9 @@ __all__ = [
 
 DEFAULT_RUN: Final = "default"
 """The session of a user's messages added without a ``run_id``."""
-HIDDEN_KEYS: Final = frozenset({"speaker", "session_id", "turn_seq", "agent_id", "app_id"})
+HIDDEN_KEYS: Final = frozenset(
+    {"speaker", "session_id", "turn_seq", "agent_id", "app_id", ORIGIN_KEY}
+)
 """Metadata keys memstack keeps for mem0's entities and a turn's place: shown as fields
 of their own (``run_id``, ``agent_id``), never in ``metadata``."""
 
@@ -45,7 +48,7 @@ of their own (``run_id``, ``agent_id``), never in ``metadata``."""
 def user_subject(user_id: str, item: LongTermItem) -> Subject:
     said = spoken(item.text, item.metadata)
     return Subject(
-        id=user_memory_id(user_id, item.id),
+        id=user_memory_id(user_id, _text(item.metadata.get(ORIGIN_KEY)) or item.id),
         text=item.text if said is None else said,
         user_id=user_id,
         agent_id=_text(item.metadata.get("agent_id")),

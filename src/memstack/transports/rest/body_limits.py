@@ -36,7 +36,7 @@ LARGER_BODIES: Final[Mapping[tuple[str, str], int]] = {
 
 class RouteBodyLimits:
     """``BodyLimit`` with ``max_bytes`` for every route but those of ``routes``, which get
-    their own limit (never less than ``max_bytes``)."""
+    their own limit (never less than ``max_bytes``); ``detail_paths``: see ``BodyLimit``."""
 
     def __init__(
         self,
@@ -44,8 +44,9 @@ class RouteBodyLimits:
         *,
         max_bytes: int,
         routes: Mapping[tuple[str, str], int] = LARGER_BODIES,
+        detail_paths: tuple[str, ...] = (),
     ) -> None:
-        self.default = BodyLimit(app, max_bytes=max_bytes)
+        self.default = BodyLimit(app, max_bytes=max_bytes, detail_paths=detail_paths)
         self.routes = [
             (method, _segments(path), BodyLimit(app, max_bytes=max(limit, max_bytes)))
             for (method, path), limit in routes.items()
