@@ -1,6 +1,7 @@
-"""The calibrated relevance (issue 33): a chance in [0, 1] that rises with the match, set on
-every recalled memory without changing the ranking, and ``min_score`` cutting at it in
-``LongTermMemory.recall`` and ``ChatSession``'s block."""
+"""The calibrated relevance (issues 33 and 42): a value in [0, 1] that rises with the match,
+set on every recalled memory without changing the ranking, ``min_score`` cutting at it in
+``LongTermMemory.recall`` and ``ChatSession``'s block, and a mem0-like threshold of 0.3
+keeping the obvious answer with the real model."""
 
 from __future__ import annotations
 
@@ -197,3 +198,22 @@ async def test_with_the_real_model_the_default_block_holds_nothing_irrelevant(sq
     assert _block(provider) == ""
     found = await memory.recall("What is the capital of Peru?", 5, touch=False)
     assert len(found) == 5 and max(m.scores.calibrated for m in found) < CONTEXT_MIN_SCORE
+
+
+async def test_with_the_real_model_the_obvious_answer_clears_a_mem0_threshold(sqlite, minilm):
+    """Issue 42: a mem0 user's ``threshold`` of 0.3 keeps the memory that answers, among a
+    few unrelated ones, and leaves out one that shares only the word "use"."""
+    memory = _memory(sqlite, minilm, ManualClock(start=1_780_000_000.0))
+    for text in (
+        "Switched to Helix editor.",
+        "Always use blue-green deployments",
+        "Lives in Lisbon with two cats.",
+        "Prefers tea over coffee.",
+    ):
+        assert (await memory.remember(text)).status == "stored"
+    query = "what editor does the user use?"
+    found = {m.text: m.scores.calibrated for m in await memory.recall(query, 4, touch=False)}
+    assert found["Switched to Helix editor."] >= 0.3 > found["Always use blue-green deployments"]
+    kept = await memory.recall(query, 4, touch=False, min_score=0.3)
+    assert [m.text for m in kept] == ["Switched to Helix editor."]
+    assert await memory.recall("What is the capital of Peru?", 4, min_score=0.3) == []

@@ -5,12 +5,19 @@ Each conversation is stored as ``bench locomo`` stores it (every turn a memory, 
 ``remember_turns``), and each scored question recalls its 10 best memories; a memory is
 evidence when its dialogue id is among the question's. The constants of
 ``longterm.calibration.Calibration`` are fitted on the first half (``TUNED_ON``; a file
-without those conversations: its first half in file order), then both halves show, at
-each threshold, the precision and recall of "this memory holds evidence", how many
-questions keep some evidence, and how many questions about another conversation of the
-same half (the next one) keep anything at all, which nothing should. The default
-threshold of the prompt blocks (``CONTEXT_MIN_SCORE``) is picked on the first half from
-the last figure (``calibrate_fit.pick_threshold``).
+without those conversations: its first half in file order) with balanced class weights,
+then both halves show, at each threshold, the precision and recall of "this memory holds
+evidence", how many questions keep some evidence and their best-ranked evidence, and how
+many questions about another conversation of the same half (the next one) keep anything
+at all, which nothing should. The default threshold of the prompt blocks
+(``CONTEXT_MIN_SCORE``) is picked on the first half from the last figure
+(``calibrate_fit.pick_threshold``).
+
+At ``PLAIN_THRESHOLD`` (0.3, what a mem0 user passes) the command prints and writes the
+share of questions whose best-ranked evidence survives and the share of questions about
+another conversation left with nothing, on both halves, for the scale shipped and the
+scales it was chosen over: the same fit without class weights (the chance of evidence at
+the base rate of the recalled memories) and the cosine similarity.
 """
 
 from __future__ import annotations
@@ -21,15 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
+
 from memstack.bench.calibrate_fit import (
     IRRELEVANT_AT_MOST,
+    PLAIN_THRESHOLD,
     THRESHOLDS,
     Seen,
     at_threshold,
+    base_rate,
     fit,
     log_loss,
     pick_threshold,
     reliability,
+    survival,
 )
 from memstack.bench.locomo import TUNED_ON, memory_turn, scored_questions
 from memstack.bench.locomo_data import Sample, load_locomo
@@ -42,7 +54,15 @@ from memstack.longterm.calibration import CALIBRATION, CONTEXT_MIN_SCORE, Calibr
 from memstack.storage import RecordStore
 from memstack.storage._text import query_words
 
-__all__ = ["CalibrateReport", "K", "calibrate_file", "halves", "questions_asked", "run_calibrate"]
+__all__ = [
+    "CalibrateReport",
+    "K",
+    "calibrate_file",
+    "halves",
+    "plain_threshold_lines",
+    "questions_asked",
+    "run_calibrate",
+]
 
 K = 10
 
@@ -55,6 +75,9 @@ class CalibrateReport:
     """The conversations of each half: ``tuned`` (fitted on) and ``other``."""
     seen: list[Seen] = field(repr=False)
     fitted: Calibration
+    """Fitted on the first half with balanced class weights, as ``CALIBRATION`` was."""
+    unweighted: Calibration
+    """Fitted on the first half without class weights: a chance at the base rate."""
     shipped: Calibration = CALIBRATION
     context_min_score: float = CONTEXT_MIN_SCORE
 
@@ -80,16 +103,56 @@ class CalibrateReport:
             },
             "shipped": _constants(self.shipped),
             "fitted": _constants(self.fitted),
+            "unweighted": _constants(self.unweighted),
+            "class_weights": "balanced",
+            "base_rate": {"tuned": base_rate(tuned), "other": base_rate(other)},
             "log_loss_other": {
                 "shipped": log_loss([s for s in other if not s.foreign], self.shipped),
                 "fitted": log_loss([s for s in other if not s.foreign], self.fitted),
             },
+            "plain_threshold": self.plain_threshold(),
             "context_min_score": self.context_min_score,
             "picked_min_score": pick_threshold(tuned, self.shipped),
             "irrelevant_at_most": IRRELEVANT_AT_MOST,
             "thresholds": rows,
-            "reliability_other": reliability(other, self.shipped),
+            "reliability_other": reliability(other, self.shipped, base_rate(tuned)),
         }
+
+    def plain_threshold(self) -> dict[str, Any]:
+        """At ``PLAIN_THRESHOLD``, per scale and half, what ``calibrate_fit.survival``
+        gives: the scale shipped, the unweighted fit and the cosine similarity."""
+        scales: dict[str, Callable[[Seen], float]] = {
+            "shipped": lambda s: self.shipped.of(s.relevance, s.coverage),
+            "unweighted": lambda s: self.unweighted.of(s.relevance, s.coverage),
+            "cosine": lambda s: s.similarity,
+        }
+        return {
+            "min_score": PLAIN_THRESHOLD,
+            "scales": {
+                name: {
+                    half: survival(self.half(half), value, PLAIN_THRESHOLD)
+                    for half in ("tuned", "other")
+                }
+                for name, value in scales.items()
+            },
+        }
+
+
+def plain_threshold_lines(payload: dict[str, Any]) -> list[str]:
+    """The figures at ``PLAIN_THRESHOLD`` of a run's JSON, a line per scale and half."""
+    at = payload["plain_threshold"]
+    lines = [
+        f"At min_score {at['min_score']}: share of questions whose best-ranked evidence "
+        "among the 10 recalled survives (of those with evidence recalled), and share of "
+        "questions about another conversation left with nothing."
+    ]
+    for name, by_half in at["scales"].items():
+        for half, row in by_half.items():
+            lines.append(
+                f"  {name:10} {half:5}  top evidence survives {row['top_evidence']:.3f}  "
+                f"other conversation empty {row['foreign_empty']:.3f}"
+            )
+    return lines
 
 
 def _constants(calibration: Calibration) -> dict[str, float]:
@@ -125,7 +188,7 @@ def questions_asked(samples: Sequence[Sample]) -> int:
 
 def calibrate_file(data: Path, *, store_kind: str, embedder_kind: str) -> dict[str, Any]:
     """The run of ``memstack bench calibrate`` on the file ``data``, as its JSON, with a
-    progress bar on stderr."""
+    progress bar on stderr and the figures at ``PLAIN_THRESHOLD`` on stdout."""
     samples, _ = load_locomo(data)
     embedder = open_bench_embedder(embedder_kind)
     total = questions_asked(samples)
@@ -138,7 +201,9 @@ def calibrate_file(data: Path, *, store_kind: str, embedder_kind: str) -> dict[s
             clock=SystemClock(),
             progress=bar.update,
         )
-        return asyncio.run(run).to_json()
+        payload = asyncio.run(run).to_json()
+    click.echo("\n".join(plain_threshold_lines(payload)))
+    return payload
 
 
 async def run_calibrate(
@@ -170,12 +235,14 @@ async def run_calibrate(
             if asker is not None:
                 asked += await _ask(memory, asker, name, asked, seen, progress, foreign=True)
             await memory.clear()
+    fitting = [s for s in seen if s.half == "tuned" and not s.foreign]
     return CalibrateReport(
         embedder=embedder.model_id,
         store=store_name,
         halves={"tuned": [s.sample_id for s in tuned], "other": [s.sample_id for s in other]},
         seen=seen,
-        fitted=fit([s for s in seen if s.half == "tuned" and not s.foreign]),
+        fitted=fit(fitting),
+        unweighted=fit(fitting, balanced=False),
     )
 
 
@@ -194,13 +261,15 @@ async def _ask(
     questions = scored_questions(asker)
     for n, question in enumerate(questions):
         words = query_words(question.question)
-        for item in await memory.recall(question.question, K, touch=False):
+        for rank, item in enumerate(await memory.recall(question.question, K, touch=False)):
             seen.append(
                 Seen(
                     half=half,
                     question=first + n,
                     foreign=foreign,
+                    rank=rank,
                     relevance=item.scores.relevance,
+                    similarity=item.scores.similarity,
                     coverage=coverage(words, item.text),
                     evidence=not foreign and item.metadata.get("dia_id") in question.evidence,
                 )

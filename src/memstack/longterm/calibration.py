@@ -1,4 +1,4 @@
-"""The calibrated relevance: a memory's match read as the chance that it answers the query.
+"""The calibrated relevance: how strongly a memory matches the query, the same for every query.
 
 The hybrid score ranks the memories of one query well, but its value means little from one
 query to the next: the keyword part is divided by the best match among the candidates,
@@ -11,15 +11,27 @@ term depends on conversation sessions, so a fact and a turn are judged alike. Th
 rises with both, so a higher relevance never lowers it; it does not rank anything (the
 hybrid score still ranks), it is what ``min_score`` cuts at.
 
+What the value means: how much more a memory's match looks like that of a memory that
+answers the question than like that of one that does not, read at even odds. It is the
+chance that the memory answers *if* answering and not answering memories were equally
+many: 0.5 is a match as typical of an answer as of the rest, 0.9 one nine times as
+typical of an answer. It does not depend on how many memories the store holds or how few
+of them answer, which is why a threshold such as mem0's 0.3 keeps the obvious answer.
+It is not the chance of evidence among what a recall returns: there, about 1 in 10 of
+LoCoMo's 10 best memories is evidence, and that chance is the value's odds divided by
+about 9 (``memstack bench calibrate`` shows both against what is observed).
+
 ``CALIBRATION``'s constants were fitted by ``memstack bench calibrate`` (logistic
 regression of "this memory is one of the question's evidence turns" over the 10 memories
 recalled for each question of the LoCoMo development split's first half, ``TUNED_ON``
-in ``bench.locomo``, with all-MiniLM-L6-v2) and checked on its second half; the command
-prints the fit, the precision and recall at each threshold and how often a question about
-another conversation gets a non-empty block, and writes them as JSON for
-``memstack bench report``. Another embedding model spreads its cosines otherwise: the
-value still rises with the match, but its meaning as a chance is MiniLM's until the
-constants are fitted again with that model.
+in ``bench.locomo``, with all-MiniLM-L6-v2, evidence and the rest weighed alike: balanced
+class weights) and checked on its second half; the command prints the fit, the precision
+and recall at each threshold, how often a question keeps its best-ranked evidence, how
+often a question about another conversation gets a non-empty block, the same at 0.3 for
+the scales this one was chosen over (the unweighted fit, the cosine similarity), and
+writes them as JSON for ``memstack bench report``. Another embedding model spreads its
+cosines otherwise: the value still rises with the match, but its meaning is MiniLM's
+until the constants are fitted again with that model.
 """
 
 from __future__ import annotations
@@ -63,16 +75,18 @@ class Calibration:
         return 1.0 / (1.0 + math.exp(-z))
 
 
-CALIBRATION: Final = Calibration(intercept=-7.346, relevance=6.978, coverage=2.68)
+CALIBRATION: Final = Calibration(intercept=-5.47, relevance=7.593, coverage=2.712)
 """Fitted by ``memstack bench calibrate`` on the LoCoMo development split's first half
-with all-MiniLM-L6-v2 (see the module's docstring)."""
+with all-MiniLM-L6-v2 and balanced class weights (see the module's docstring)."""
 
-CONTEXT_MIN_SCORE: Final = 0.08
+CONTEXT_MIN_SCORE: Final = 0.43
 """The calibrated relevance a memory needs to go into a ``<recalled-memories>`` block
 (``UserMemories.context``, ``ChatSession``): the lowest threshold at which, on the
 development split's first half, at most 5% of the blocks built for questions about
-another conversation hold anything. ``memstack bench calibrate`` checks it on the second
-half (the share of such blocks, and what the cut costs the questions that have evidence)."""
+another conversation hold anything (``calibrate_fit.pick_threshold``). ``memstack bench
+calibrate`` checks it on the second half (the share of such blocks, and what the cut
+costs the questions that have evidence). It is stricter than a caller's 0.3, which keeps
+more of the evidence and lets more blocks about another conversation hold something."""
 
 
 def coverage(words: Sequence[str], text: str) -> float:
