@@ -43,7 +43,10 @@ PYTHON = all_blocks("python")
 CURL = [b for b in all_blocks("sh") if is_curl(b)]
 JSON = all_blocks("json")
 INI = all_blocks("ini")
-TESTED = {"python", "sh", "json", "ini"}
+JS = all_blocks("js")
+TESTED = {"python", "sh", "json", "ini", "js"}
+JS_PACKAGES = ROOT / "tests" / "mem0" / "js"
+"""Where ``make test`` installs the npm packages the ```js examples use (mem0's client)."""
 SEPARATOR = "\x1e-end-of-command-\x1e"
 
 
@@ -111,6 +114,27 @@ def test_curl_example_runs(block: Block, server_env: dict[str, str]):
     outputs = result.stdout.split(SEPARATOR)
     for (command, printed), output in zip(commands, outputs, strict=False):
         assert printed in output, (command, printed, output)
+
+
+@pytest.mark.parametrize("block", JS, ids=[b.name for b in JS])
+def test_js_example_runs(block: Block, server_env: dict[str, str]):
+    """Run by node beside the npm packages ``make test`` installs; each ``console.log``
+    prints what its comment says, and nothing is sent to mem0's telemetry."""
+    env = {**os.environ, **server_env, "MEM0_TELEMETRY": "false"}
+    result = subprocess.run(
+        ["node", "-e", block.text],
+        cwd=JS_PACKAGES,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    printed = [line.strip() for line in result.stdout.splitlines()]
+    expected = re.findall(r"console\.log\(.*\);\s+// (.+)$", block.text, re.M)
+    assert expected, f"{block.name}: no console.log says what it prints"
+    for want in expected:
+        assert want.strip() in printed, (want, printed, result.stderr)
 
 
 @pytest.mark.parametrize("block", JSON, ids=[b.name for b in JSON])
