@@ -56,6 +56,7 @@ from memstack.service.types import check_id_part
 from memstack.storage import PostgresRecordStore, RecordStore
 from memstack.storage._validate import check_key as check_record_id
 from memstack.transports.app import create_app
+from memstack.transports.mem0.routes import NOT_SERVED_PATHS
 from memstack.wiring import Services, open_records, open_services
 from tests.mcp.conftest import http_client
 from tests.mcp.test_stdio import error_text
@@ -270,6 +271,15 @@ REST_STORES_NOTHING = {
     ("POST", "/api/users/{user_id}/import"): "walked by tests/server/test_users_secrets.py",
     ("POST", "/api/users/{user_id}/recall"): "a recall: the query is embedded, never stored",
     ("*", "/docs/assets"): "the API docs' static files",
+    ("POST", "/v3/memories/add/"): "mem0's add: walked by tests/server/test_mem0_secrets.py",
+    ("PUT", "/v1/memories/{memory_id}/"): "mem0's update: walked by test_mem0_secrets.py",
+    ("PUT", "/v1/batch/"): "mem0's batch update: walked by test_mem0_secrets.py",
+    ("POST", "/v3/memories/search/"): "mem0's search: the query is embedded, never stored",
+    ("POST", "/v3/memories/"): "mem0's listing: its filters are read, never stored",
+} | {
+    (method, path): "mem0's platform route answered 404 not_served: stores nothing"
+    for path in NOT_SERVED_PATHS
+    for method in ("POST", "PUT", "PATCH")
 }
 
 

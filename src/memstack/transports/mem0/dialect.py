@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
@@ -104,10 +104,16 @@ class Mem0Dialect:
     ) -> dict[str, JSON]:
         """Store each message verbatim: a user's as a turn of its conversation (facts
         are extracted from them afterwards when the server has a model and ``infer``),
-        an agent's or app's as a keyed memory. All or none: a message or metadata the
+        an agent's or app's as a keyed memory. All or none: a message, metadata or id the
         secret filter refuses stores nothing."""
         texts: list[JSON] = [{"content": m.content, "name": m.name} for m in messages]
-        refuse_secrets({"messages": texts, "metadata": metadata}, where="memory")
+        ids: dict[str, JSON] = {
+            "user_id": entity.user_id,
+            "agent_id": entity.agent_id,
+            "app_id": entity.app_id,
+            "run_id": entity.run_id,
+        }
+        refuse_secrets({"messages": texts, "metadata": metadata, **ids}, where="memory")
         if entity.user_id is not None:
             return await self._add_turns(caller, entity, messages, metadata, infer, timestamp)
         if entity.agent_id is not None or entity.app_id is not None:
@@ -207,7 +213,8 @@ class Mem0Dialect:
             )
             for m in messages
         ]
-        stored = await _renamed(self.memories.store_many(caller, writes))
+        app = {"agent_id": "app_id"} if entity.agent_id is None else None
+        stored = await _renamed(self.memories.store_many(caller, writes), ids=app)
         results: list[JSON] = []
         for memory in stored:
             item = memory_out(agent_subject(memory))
@@ -520,10 +527,15 @@ _MENTION: Final = re.compile(r"(?:turns|memories)\[\d+\]\.?[\w.]*(?::\s*|\s+(?=i
 _RENAMED: Final = {"text": "content", "value": "content", "speaker": "name", "": ""}
 
 
-async def _renamed(call: Awaitable[_T], *, value: str = "content") -> _T:
+async def _renamed(
+    call: Awaitable[_T], *, value: str = "content", ids: Mapping[str, str] | None = None
+) -> _T:
     """``call``'s result; an ``InvalidInput`` naming ``turns[2].text`` or
     ``memories[2].value`` is raised again naming ``messages[2].content``, as mem0 calls
-    it (``value`` for a field that is not a message's)."""
+    it (``value`` for a field that is not a message's), and one naming memstack's id field
+    (``session_id``) names mem0's (``run_id``; ``ids`` adds more: an app's ``agent_id`` is
+    its ``app_id``)."""
+    names = {"session_id": "run_id", **(ids or {})}
     try:
         return await call
     except InvalidInput as exc:
@@ -531,11 +543,14 @@ async def _renamed(call: Awaitable[_T], *, value: str = "content") -> _T:
         found = _TURN_FIELD.match(field)
         if field == "value":
             raise type(exc)(str(exc).replace("value", value, 1), field=value) from exc
+        rest = field if found is None else found.group(2)
+        head = rest.split(".")[0]
+        if head in names:
+            message = _MENTION.sub("", str(exc)).replace(head, names[head])
+            raise type(exc)(message, field=names[head] + rest[len(head) :]) from exc
         if found is None:
             raise
-        rest = found.group(2)
-        head = rest.split(".")[0]
-        if head not in _RENAMED:  # not a message's own field: agent_id, session_id, ...
+        if head not in _RENAMED:  # not a message's own field: agent_id, ...
             raise type(exc)(_MENTION.sub("", str(exc)), field=rest) from exc
         named = _RENAMED[head]
         where = f"messages[{found.group(1)}]" + (f".{named}" if named else "")

@@ -57,7 +57,7 @@ from memstack.transports.mem0.schemas import (
 from memstack.transports.mem0.subjects import memory_out
 from memstack.transports.schemas import MAX_RESOURCE_ID_CHARS
 
-__all__ = ["MEM0_PATHS", "mem0_routes"]
+__all__ = ["MEM0_PATHS", "NOT_SERVED_PATHS", "mem0_routes"]
 
 MEM0_PATHS: Final = ("/v1/", "/v2/", "/v3/", "/api/v1/")
 """Where mem0's routes are: their errors (a 413 too) carry mem0's ``detail``."""
@@ -507,3 +507,5 @@ _NOT_SERVED: Final[tuple[tuple[str, list[str], str], ...]] = (
     ("/v1/runs/", _ALL, "a run exists once a memory is added for it."),
 )
 """mem0's routes that have no meaning here, each with what to use instead."""
+NOT_SERVED_PATHS: Final = tuple(path for path, _, _ in _NOT_SERVED)
+"""The paths of mem0's platform answered 404 ``not_served``: nothing is stored there."""
