@@ -14,6 +14,7 @@ import ast
 import runpy
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,8 +35,22 @@ def test_mem0s_quickstart_finds_the_dietary_restrictions(
 ) -> None:
     monkeypatch.setenv("MEM0_API_KEY", local_server.key)
     monkeypatch.setenv("MEM0_HOST", local_server.url)
-    ran = runpy.run_path(str(QUICKSTART), run_name="__main__")
-    ran["client"].client.close()  # the program leaves its httpx client open
+    made: list[Any] = []
+    import mem0  # tests.mem0.conftest has set mem0's settings
+
+    real = mem0.MemoryClient
+
+    def kept(*args: Any, **kwargs: Any) -> Any:
+        """mem0's client, kept to close: the program leaves its httpx client open."""
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(mem0, "MemoryClient", kept)
+    try:
+        runpy.run_path(str(QUICKSTART), run_name="__main__")
+    finally:
+        for one in made:
+            one.client.close()
     printed = ast.literal_eval(capsys.readouterr().out.strip())
     found = [m["memory"] for m in printed["results"]]
     assert all(m["user_id"] == "user123" for m in printed["results"]), printed
