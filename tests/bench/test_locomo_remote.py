@@ -152,8 +152,9 @@ def test_a_key_without_long_term_memory_is_told_the_fix(
     assert "memstack keys create --long-term" in result.output
 
 
-def test_url_needs_a_key(data_file: Path):
-    result = _bench(data_file, "--url", "http://127.0.0.1:9")
+@pytest.mark.parametrize("key", [[], ["--api-key", ""]])
+def test_url_needs_a_key(data_file: Path, key: list[str]):
+    result = _bench(data_file, "--url", "http://127.0.0.1:9", *key)
     assert result.exit_code == 2
     assert "--url and --api-key go together" in result.output
 

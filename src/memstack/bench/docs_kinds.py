@@ -252,7 +252,8 @@ def locomo_tables(p: Payload) -> list[str]:
     )
     floor = "Latency against its floor, the query's embedding alone:"
     remote = _remote_tables(p["remote"]) if p.get("remote") else []
-    return [headline, "", *metrics, "", floor, "", *latency, *remote]
+    via_mem0 = _mem0_tables(p["via_mem0"]) if p.get("via_mem0") else []
+    return [headline, "", *metrics, "", floor, "", *latency, *remote, *via_mem0]
 
 
 def _remote_tables(r: Payload) -> list[str]:
@@ -300,9 +301,50 @@ def _remote_tables(r: Payload) -> list[str]:
     return ["", said, "", *quality, "", *latency, "", *ingest]
 
 
+def _mem0_tables(r: Payload) -> list[str]:
+    """The same run through mem0's Python client (``--via mem0``), beside the one in
+    process, and what mem0's calls cost beyond memstack's client on the same server."""
+    same, held = r["identical_rankings"], r["same_results"]
+    quality = md_table(
+        ("through mem0's client", *METRIC_NAMES, "identical rankings", "same ten turns"),
+        [
+            [
+                "mem0 client",
+                *(r["overall"].get(k) for k in METRIC_NAMES),
+                f"{same['identical']} of {same['compared']}",
+                f"{held['same']} of {held['compared']}",
+            ]
+        ],
+    )
+    calls = md_table(
+        ("call", "mem0 p50 ms", "memstack p50 ms", "added ms", "ratio", "mem0 p95", "memstack p95"),
+        [
+            [
+                name,
+                r[f"{mine}_ms"]["p50"],
+                r[f"{theirs}_ms"]["p50"],
+                r[f"{mine}_added_ms"],
+                r[f"{mine}_over_{theirs}"],
+                r[f"{mine}_ms"]["p95"],
+                r[f"{theirs}_ms"]["p95"],
+            ]
+            for name, mine, theirs in (
+                ("search / recall", "search", "recall"),
+                ("add / add_turns", "add", "add_turns"),
+            )
+        ],
+    )
+    said = (
+        f"The same questions through mem0's Python client ({r['questions']} searches, "
+        f"{r['requests']} adds), each call beside memstack's client on the same server:"
+    )
+    return ["", said, "", *quality, "", *calls]
+
+
 def locomo_command(p: Payload, out: str) -> str:
     ablate = ",".join(sorted(p["ablations"]))
     remote = ["--url URL --api-key KEY"] if p.get("remote") else []
+    remote = ["--url URL --via mem0 --api-key KEY"] if p.get("via_mem0") else remote
     folder = "@" in str(p["embedder"])  # a model folder's id: local:<folder>@<hash>
     return " ".join(
         [

@@ -40,7 +40,14 @@ from memstack.embeddings import Embedder
 from memstack.errors import ConfigError
 from memstack.longterm.turns import Turn, turn_text
 
-__all__ = ["NO_EVICTION", "RemoteReport", "run_against", "run_remote", "session_batches"]
+__all__ = [
+    "NO_EVICTION",
+    "RemoteReport",
+    "run_against",
+    "run_remote",
+    "session_batches",
+    "turn_in",
+]
 
 NO_EVICTION: Final = "MEMSTACK_MEMORY_MAX_ITEMS=0"
 _MAX_BATCH: Final = 1_000
@@ -211,7 +218,7 @@ def _ingest(
     figures alike); how many turns were stored."""
     stored = 0
     for batch in session_batches(sample):
-        sent = [_turn_in(turn) for turn in batch]
+        sent = [turn_in(turn) for turn in batch]
         started = time.perf_counter()
         answer = client.add_turns(user_id, sent)
         tally.request_ms.append(_ms_since(started))
@@ -223,7 +230,8 @@ def _ingest(
     return stored
 
 
-def _turn_in(turn: Turn) -> TurnIn:
+def turn_in(turn: Turn) -> TurnIn:
+    """A stored turn as memstack's client posts it, its id and metadata as in process."""
     assert turn.id is not None
     return {
         "speaker": turn.speaker,

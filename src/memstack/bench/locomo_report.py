@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Final
 
 from memstack.bench.locomo import TUNED_ON, LocomoReport, switched
+from memstack.bench.locomo_mem0 import Mem0Report
 from memstack.bench.locomo_remote import RemoteReport
 from memstack.bench.report import BM25_REFERENCE, metrics_table
 
-__all__ = ["locomo_text", "remote_text"]
+__all__ = ["locomo_text", "mem0_text", "remote_text"]
 
 _CATEGORIES: Final = "1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop"
 _CACHED_RATIO: Final = 2.0
@@ -81,6 +82,32 @@ def remote_text(remote: RemoteReport, local: LocomoReport) -> str:
             f"REST ingest / embedder alone = {remote.ingest_over_embed} (target >= 0.9)"
             + (f"; {remote.refused} turns refused by the secret filter" if remote.refused else ""),
             *_cached(remote),
+        ]
+    )
+
+
+def mem0_text(via: Mem0Report, local: LocomoReport) -> str:
+    """The run through mem0's client beside the in-process one: the metrics overall and
+    per category, how many rankings are identical or hold the same turns, and what mem0's
+    add and search cost beyond memstack's own client on the same server."""
+    table = {"in process": local.memstack["overall"], "mem0 client": via.memstack["overall"]}
+    for category, metrics in local.memstack["per_category"].items():
+        table[f"in process, category {category}"] = metrics
+        table[f"mem0 client, category {category}"] = via.memstack["per_category"].get(category, {})
+    search, recall, add, turns = via.search_ms, via.recall_ms, via.add_ms, via.add_turns_ms
+    return "\n".join(
+        [
+            f"\nthrough mem0's Python client at {via.url} (one add(infer=False) a session; "
+            "search top_k=10, threshold=0):",
+            metrics_table(table),
+            f"identical rankings: {via.identical}/{via.compared}; the same ten turns in any "
+            f"order: {via.same_set}/{via.compared}",
+            f"mem0 search p50 {search['p50']:.1f} ms, p95 {search['p95']:.1f} ms; memstack "
+            f"recall on the same server p50 {recall['p50']:.1f} ms, p95 {recall['p95']:.1f} "
+            f"ms; added per search {via.search_added_ms:+.2f} ms at the p50",
+            f"mem0 add p50 {add['p50']:.1f} ms, p95 {add['p95']:.1f} ms ({via.requests} "
+            f"calls, {via.turns} turns); memstack add_turns p50 {turns['p50']:.1f} ms, p95 "
+            f"{turns['p95']:.1f} ms; added per add {via.add_added_ms:+.2f} ms at the p50",
         ]
     )
 

@@ -107,6 +107,16 @@ def bench() -> None:
     "vectors, so a rerun's timings are too good). Needs --api-key.",
 )
 @click.option(
+    "--via",
+    type=click.Choice(["rest", "mem0"]),
+    default="rest",
+    show_default=True,
+    help="With --url: memstack's own client over the REST API, or mem0's Python client "
+    "(pip install mem0ai) over memstack's mem0 routes: each session one add(..., "
+    "infer=False), each question one search, timed against memstack's client on the same "
+    "server.",
+)
+@click.option(
     "--api-key",
     help="With --url: a key with long-term memory (`memstack keys create --long-term`, or "
     "MEMSTACK_MEMORY_ENABLED=1 on the server). No environment default: never a server by "
@@ -122,31 +132,42 @@ def locomo(
     max_samples: int | None,
     ablate: str,
     url: str | None,
+    via: Literal["rest", "mem0"],
     api_key: str | None,
     out: Path | None,
 ) -> None:
     """Recall quality of long-term memory on LoCoMo, beside plain BM25 and pure vector;
-    with --url, through a server's REST API as well."""
+    with --url, through a server's REST API (or mem0's client, --via mem0) as well."""
     from memstack.bench.locomo_data import load_locomo
+    from memstack.bench.locomo_mem0 import run_via_mem0
     from memstack.bench.locomo_remote import run_against
-    from memstack.bench.locomo_report import locomo_text, remote_text
+    from memstack.bench.locomo_report import locomo_text, mem0_text, remote_text
     from memstack.bench.report import write_json
     from memstack.bench.setup import open_bench_embedder, open_bench_store
 
-    if (url is None) != (api_key is None):
-        raise click.UsageError("--url and --api-key go together.")
+    if bool(url) != bool(api_key):
+        raise click.UsageError("--url and --api-key go together (neither may be empty).")
+    if via == "mem0" and url is None:
+        raise click.UsageError("--via mem0 needs the server: give --url and --api-key.")
     ablations = _ablations(ablate)
     samples, stats = load_locomo(data)
     samples = samples[:max_samples] if max_samples else samples
     embedder = open_bench_embedder(embedder_kind)
     with open_bench_store(store_kind, db=db, postgres_url=postgres_url) as store:
         report = _locomo_runs(samples, stats, store, store_kind, embedder, ablations)
-    remote = run_against(url, api_key, samples, embedder, report) if url and api_key else None
+    remote = via_mem0 = None
+    if url and api_key and via == "rest":
+        remote = run_against(url, api_key, samples, embedder, report)
+    elif url and api_key:
+        via_mem0 = run_via_mem0(url, api_key, samples, report)
     click.echo(locomo_text(report, conversations=len(samples), data_name=data.name))
     if remote:
         click.echo(remote_text(remote, report))
+    if via_mem0:
+        click.echo(mem0_text(via_mem0, report))
     if out:
         extra = {"remote": remote.to_json()} if remote else {}
+        extra |= {"via_mem0": via_mem0.to_json()} if via_mem0 else {}
         write_json(out, {"benchmark": "locomo", **report.to_json(), **extra})
         click.echo(f"wrote {out}")
 
