@@ -109,6 +109,21 @@ async def test_turns_without_ids_get_fresh_ones(users: UserMemories):
     assert sorted(ids) == sorted(i.id for i in (await users.memories(A, "u1")).items)
 
 
+async def test_fresh_ids_sort_in_the_order_the_turns_were_stored(
+    users: UserMemories, clock: ManualClock
+):
+    # Ties in recall are ranked by id: ids that sort as stored make equal scores rank in
+    # the order the turns were said, the same on every server and in every run.
+    ids: list[str] = []
+    for call in range(3):
+        sent = [
+            TurnIn(speaker="alice", text=f"call {call} fact {i}", session_id="s") for i in range(20)
+        ]
+        ids += [t.id for t in (await users.add_turns(A, "u1", sent)).turns]
+        clock.advance(0.001)
+    assert ids == sorted(ids) and len(set(ids)) == 60
+
+
 SECRET = next(text for label, text in ALL_SECRETS if "openai" in label.lower())
 FIELDS = {
     "speaker": lambda t: replace(t, speaker=f"alice {SECRET}"),

@@ -67,12 +67,20 @@ def _checked(given: object, index: int, now: float) -> Checked:
         text=given.text,
         session_id=given.session_id,
         time=now if given.time is None else given.time,
-        id=uuid.uuid4().hex if given.id is None else given.id,
+        id=_fresh_id(now, index) if given.id is None else given.id,
         metadata={} if given.metadata is None else given.metadata,
     )
     checked = check_turn(turn, index, _MAX_TURN_TEXT)
     assert checked.id is not None
     return Checked(id=checked.id, turn=checked)
+
+
+def _fresh_id(now: float, index: int) -> str:
+    """An id for a turn given none, 32 hex digits that sort as the turns were stored: the
+    call's time in milliseconds, the turn's place in the call, then random ones (the
+    layout of a UUIDv7). Turns whose scores tie are ranked by id, so they rank in the
+    order they were said, on every server and in every run."""
+    return f"{round(now * 1000) & 0xFFFF_FFFF_FFFF:012x}{index:04x}{uuid.uuid4().hex[:16]}"
 
 
 def _shown_id(given: object) -> str:
