@@ -13,13 +13,12 @@ import re2
 from memstack._json import JSON
 from memstack._tokenness import passes
 from memstack.secrets import (
-    _TIERS,
     EXACT,
-    MAX_CANDIDATES,
     _assignment,
     _names_credential,
     _options,
     secret_kind,
+    secret_spans,
 )
 
 __all__ = ["REDACTED", "redact", "redact_secrets"]
@@ -44,7 +43,7 @@ def redact(text: str) -> str:
         if kind is None:
             return text
         data = text.encode("utf-8", "surrogatepass")
-        found = [s for tier in _TIERS for s in tier.spans(data, MAX_CANDIDATES)]
+        found = secret_spans(data)
         found += _token_runs(data)
         cuts = _merged(data, found)
         if not cuts:

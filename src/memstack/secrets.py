@@ -49,12 +49,14 @@ from typing import Any, Final
 
 import re2
 
+from memstack._gitleaks import GITLEAKS
 from memstack._json import JSON
 from memstack._secret_assignment import VALUE_WORDS, Groups, judge_assignment, key_role
 from memstack._tokenness import Level, passes
 from memstack.errors import InvalidInput
 
 __all__ = [
+    "KINDS",
     "MAX_CANDIDATES",
     "SECRET_PATTERNS",
     "TOO_MANY_CANDIDATES",
@@ -64,6 +66,7 @@ __all__ = [
     "looks_like_secret",
     "refuse_secrets",
     "secret_kind",
+    "secret_spans",
 ]
 
 
@@ -203,6 +206,12 @@ SECRET_PATTERNS: Final[tuple[SecretShape, ...]] = (*EXACT, *FRAMED, *ASSIGNMENT)
 """Every shape the filter knows, in the order they are tried."""
 
 
+KINDS: Final = frozenset(
+    {shape.name for shape in SECRET_PATTERNS} | {rule.kind for rule in GITLEAKS.rules}
+)
+"""Every kind ``secret_kind`` can name but ``too_many_candidates``."""
+
+
 def _options() -> Any:
     options = re2.Options()
     options.encoding = re2.Options.Encoding.LATIN1  # bytes in, one byte per character
@@ -298,7 +307,14 @@ def secret_kind(text: str) -> str | None:
         kind, budget = tier.first(data, budget)
         if kind is not None:
             return kind
-    return None
+    return GITLEAKS.first(data, MAX_CANDIDATES)
+
+
+def secret_spans(data: bytes) -> list[tuple[int, int, str]]:
+    """Every credential ``secret_kind`` would name in ``data`` (UTF-8): byte spans and
+    kinds, for ``memstack.redaction`` to cut out."""
+    found = [span for tier in _TIERS for span in tier.spans(data, MAX_CANDIDATES)]
+    return found + list(GITLEAKS.spans(data, MAX_CANDIDATES))
 
 
 def looks_like_secret(text: str) -> bool:

@@ -49,7 +49,7 @@ from memstack.errors import InvalidInput, ToolInputError
 from memstack.longterm import LongTermMemory
 from memstack.longterm.collection import Collection
 from memstack.longterm.turns import Turn
-from memstack.secrets import SECRET_PATTERNS
+from memstack.secrets import KINDS
 from memstack.service.checks import check_key, check_metadata, check_provenance_detail
 from memstack.service.knowledge import MAX_TITLE_CHARS
 from memstack.service.types import check_id_part
@@ -694,7 +694,7 @@ AGENT_ITEMS: dict[str, Callable[[str], Body]] = {
         "output": t,
     },
 }
-_KINDS = {shape.name for shape in SECRET_PATTERNS} | {"random_token", "too_many_candidates"}
+_KINDS = KINDS | {"random_token", "too_many_candidates"}
 
 
 async def test_agents_sdk_session_redacts(backend: Backend) -> None:
