@@ -26,9 +26,26 @@ import re2
 
 from memstack.secret_rules import rules_text
 
-__all__ = ["GITLEAKS", "REPLACED", "RuleSet", "load_rules", "shannon_entropy"]
+__all__ = [
+    "GITLEAKS",
+    "REPLACED",
+    "RuleSet",
+    "documentation_example",
+    "load_rules",
+    "shannon_entropy",
+]
 
 _LINE: Final = 1024
+
+
+_EXAMPLE: Final = re2.compile(rb"EXAMPLE|x{6}|X{6}")
+
+
+def documentation_example(secret: bytes) -> bool:
+    """A secret written as documentation writes one (``AKIAIOSFODNN7EXAMPLE``,
+    ``sk_live_xxxxxxxxxxxx``), which memstack adds to every rule's allowlist (gitleaks'
+    own allows ``...EXAMPLE`` for AWS keys and all-``x`` secrets)."""
+    return _EXAMPLE.search(secret) is not None
 
 
 def shannon_entropy(text: str) -> float:
@@ -149,6 +166,8 @@ class RuleSet:
     def _found(self, rule: _Rule, data: bytes, match: Any, start: int, end: int) -> bool:
         secret = data[start:end]
         if rule.entropy and shannon_entropy(secret.decode("utf-8", "replace")) <= rule.entropy:
+            return False
+        if documentation_example(secret):
             return False
         # The match's line, at most _LINE bytes either side (the work per match is bounded)
         low, high = max(0, match.start() - _LINE), min(len(data), match.end() + _LINE)

@@ -42,6 +42,8 @@ path that must not refuse.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -49,9 +51,11 @@ from typing import Any, Final
 
 import re2
 
-from memstack._gitleaks import GITLEAKS
+from memstack._gitleaks import GITLEAKS, documentation_example
 from memstack._json import JSON
+from memstack._payment import CARD, IBAN, judge_card, judge_iban
 from memstack._secret_assignment import VALUE_WORDS, Groups, judge_assignment, key_role
+from memstack._secret_prose import CODE, PASSWORD, TOKEN, judge_code, judge_password, judge_token
 from memstack._tokenness import Level, passes
 from memstack.errors import InvalidInput
 
@@ -90,6 +94,15 @@ def _header(groups: Groups) -> bool:
     return passes(groups["v"] or "", "password" if groups["scheme"] else "token")
 
 
+def _keyed_value(groups: Groups) -> bool:
+    # The key names what the value is: a credential's name refuses any value but a
+    # placeholder, a bare "key" or "auth" only a token.
+    found = key_role(groups["k"] or "")
+    if found is None:
+        return False
+    return passes(groups["v"] or "", "token" if found[0] == "weak" else "present")
+
+
 MAX_CANDIDATES: Final = 512
 """How many framed values one scan judges before it refuses the text as a whole."""
 TOO_MANY_CANDIDATES: Final = "too_many_candidates"
@@ -108,7 +121,9 @@ EXACT: Final = (
     SecretShape(
         name="github_token", pattern=r"\b(?:gh[pousr]_[A-Za-z0-9]{30}|github_pat_[A-Za-z0-9_]{22})"
     ),
-    SecretShape(name="stripe_key", pattern=r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10}"),
+    SecretShape(  # spec 001: "Stripe sk_live_…/pk_live_…" (a pk_test_ key is public by design)
+        name="stripe_key", pattern=r"\b(?:(?:sk|rk|pk)_live|(?:sk|rk)_test)_[A-Za-z0-9]{10}"
+    ),
     SecretShape(name="aws_access_key", pattern=r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     SecretShape(name="slack_token", pattern=r"\bxox[abposr]-[A-Za-z0-9-]{10}"),
     SecretShape(
@@ -170,13 +185,19 @@ FRAMED: Final = (
     SecretShape(
         name="authorization_header",
         pattern=r"(?i)\bauthorization(?:\\?[\"'])?\s*:\s*(?:\\?[\"'])?"
-        r"(?:(?P<scheme>bearer|basic|token|bot|digest)\s+)?(?P<v>[A-Za-z0-9._~+/=-]{1,64})",
+        r"(?:(?P<scheme>bearer|basic|token|bot|digest|ssws|apikey|key)\s+)?(?P<v>[A-Za-z0-9._~+/=-]{1,64})",
         judge=_header,
     ),
     SecretShape(
         name="bearer_token",
         pattern=r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{1,64})",
         judge=_level("token"),
+    ),
+    SecretShape(  # .NET appSettings and the like: <add key="ApiToken" value="..." />
+        name="keyed_value",
+        pattern=r"(?i)\bkey\s*=\s*\\?[\"'](?P<k>[A-Za-z0-9_.:-]{1,64})\\?[\"']\s+value\s*=\s*\\?[\"']"
+        r"(?P<v>[^\"'\\\s]{1,64})",
+        judge=_keyed_value,
     ),
     SecretShape(  # JWTs without their header, Discord bot tokens, signed cookies
         name="dotted_token",
@@ -193,21 +214,42 @@ ASSIGNMENT: Final = (
         # [prose word] name (a credential word, what comes before it in the identifier,
         # value words after it), [quote], operator, [quote], value, and a peek at what
         # follows (a call? the end of the clause?). The scan resumes after the value.
-        pattern=r"(?i)(?:(?P<pre>\b[A-Za-z0-9]{1,20})[ \t]+)?"
+        pattern=r"(?i)(?:(?P<pre>\b[A-Za-z0-9]{1,20})[ \t]{1,16})?"
         r"(?P<k>[A-Za-z0-9_.-]{0,40}?)(?P<n>" + _NOUN + r")"
         r"(?P<s>(?:[_.-]?(?:" + "|".join(VALUE_WORDS) + r"))*)(?P<q>(?:\\?[\"'])?)"
-        r"(?P<o>[ \t]*(?::=|=>|=|:)|[ \t]+(?:is|was)(?:[ \t]*:)?)(?P<sp>[ \t]*)"
+        r"(?P<o>[ \t]{0,16}(?::=|=>|=|:)|[ \t]{1,16}(?:is|was)(?:[ \t]{0,16}:)?)(?P<sp>[ \t]{0,16})"
         r"(?P<vq>(?:\\?[\"'`])?)(?P<v>" + _VALUE + r")(?P<t>[^\r\n]{0,16})",
         judge=judge_assignment,
     ),
 )
 
-SECRET_PATTERNS: Final[tuple[SecretShape, ...]] = (*EXACT, *FRAMED, *ASSIGNMENT)
+PROSE: Final = (
+    SecretShape(name="password_in_prose", pattern=PASSWORD, judge=judge_password),
+    SecretShape(name="code_in_prose", pattern=CODE, judge=judge_code),
+    SecretShape(name="token_beside_word", pattern=TOKEN, judge=judge_token),
+)
+"""Credentials said in a sentence (``memstack._secret_prose``)."""
+
+PAYMENT: Final = (
+    SecretShape(name="payment_card", pattern=CARD, judge=judge_card),
+    SecretShape(name="iban", pattern=IBAN, judge=judge_iban),
+)
+"""Payment data (``memstack._payment``): refused unless ``MEMSTACK_ALLOW_PAYMENT_DATA``."""
+
+SECRET_PATTERNS: Final[tuple[SecretShape, ...]] = (
+    *EXACT,
+    *FRAMED,
+    *ASSIGNMENT,
+    *PROSE,
+    *PAYMENT,
+)
 """Every shape the filter knows, in the order they are tried."""
 
 
 KINDS: Final = frozenset(
-    {shape.name for shape in SECRET_PATTERNS} | {rule.kind for rule in GITLEAKS.rules}
+    {shape.name for shape in SECRET_PATTERNS}
+    | {rule.kind for rule in GITLEAKS.rules}
+    | {"basic_credentials"}
 )
 """Every kind ``secret_kind`` can name but ``too_many_candidates``."""
 
@@ -244,17 +286,26 @@ class _Tier:
         while (match := self.regex.search(data, pos)) is not None:
             i = next(i for i, marker in enumerate(self.markers) if match.start(marker) >= 0)
             shape = self.shapes[i]
-            if shape.judge is None:
+            if shape.judge is None and not documentation_example(match.group(self.markers[i])):
                 return shape.name, budget
             if budget == 0:
                 return TOO_MANY_CANDIDATES, 0
-            if shape.judge(_values(match, self.groups[i])):
+            if shape.judge is not None and self._judged(match, i):
                 return shape.name, budget
             budget -= 1
             # On after the value (what follows it was only peeked at); a value is never
             # empty and comes after the frame's start, so the scan moves on.
-            pos = match.end(self.groups[i]["v"])
+            pos = match.end(self.groups[i]["v"]) if shape.judge else match.end()
         return None, budget
+
+    def _judged(self, match: Any, i: int) -> bool:
+        """Does shape ``i``'s judge take the matched value for a credential?"""
+        judge, groups = self.shapes[i].judge, self.groups[i]
+        return (
+            judge is not None
+            and not documentation_example(match.group(groups["v"]))
+            and judge(_values(match, groups))
+        )
 
     def spans(self, data: bytes, budget: int) -> Iterator[tuple[int, int, str]]:
         """Every credential in ``data``: its byte span (a known shape's match, a frame's
@@ -264,13 +315,14 @@ class _Tier:
             i = next(i for i, marker in enumerate(self.markers) if match.start(marker) >= 0)
             shape, value = self.shapes[i], self.groups[i].get("v")
             if shape.judge is None:
-                yield match.start(self.markers[i]), match.end(self.markers[i]), shape.name
+                if not documentation_example(match.group(self.markers[i])):
+                    yield match.start(self.markers[i]), match.end(self.markers[i]), shape.name
                 pos = match.end()
                 continue
             if budget == 0:
                 return
             budget -= 1
-            if shape.judge(_values(match, self.groups[i])):
+            if self._judged(match, i):
                 yield match.start(value), match.end(value), shape.name
             pos = match.end(value)
 
@@ -282,7 +334,7 @@ def _values(match: Any, groups: dict[str, int]) -> dict[str, str | None]:
     }
 
 
-_GROUPS: Final = ("v", "o", "n", "q", "sp", "scheme", "pre", "k", "s", "vq", "t")
+_GROUPS: Final = ("v", "o", "n", "q", "sp", "scheme", "pre", "k", "s", "vq", "t", "gap")
 
 
 def _rename(pattern: str, i: int) -> str:
@@ -291,7 +343,7 @@ def _rename(pattern: str, i: int) -> str:
     return pattern
 
 
-_TIERS: Final = (_Tier(EXACT), _Tier(FRAMED), _Tier(ASSIGNMENT))
+_TIERS: Final = tuple(_Tier(tier) for tier in (EXACT, FRAMED, ASSIGNMENT, PROSE, PAYMENT))
 
 
 def secret_kind(text: str) -> str | None:
@@ -302,6 +354,30 @@ def secret_kind(text: str) -> str | None:
     judging them all would make the work per write unbounded.
     """
     data = text.encode("utf-8", "surrogatepass")
+    kind = _kind(data)
+    if kind is not None:
+        return kind
+    for _, _, blob in _decoded(data):
+        kind = TOO_MANY_CANDIDATES if blob is None else _wrapped(blob)
+        if kind is not None:
+            return kind
+    return None
+
+
+def _wrapped(blob: bytes) -> str | None:
+    """The credential a decoded blob holds: any the filter knows, or the whole blob a
+    ``user:password`` pair (an HTTP Basic credential)."""
+    kind = _kind(blob)
+    if kind is None and (pair := _USER_PASS.fullmatch(blob)) is not None:
+        if passes(pair.group(1).decode("latin-1"), "password"):
+            return "basic_credentials"
+    return kind
+
+
+_USER_PASS: Final = re.compile(rb"[A-Za-z0-9_.@+-]{1,64}:([\x21-\x7e]{1,64})")
+
+
+def _kind(data: bytes) -> str | None:
     budget = MAX_CANDIDATES
     for tier in _TIERS:
         kind, budget = tier.first(data, budget)
@@ -310,11 +386,56 @@ def secret_kind(text: str) -> str | None:
     return GITLEAKS.first(data, MAX_CANDIDATES)
 
 
+_BASE64_RUN: Final = re2.compile(
+    rb"(?:^|[^A-Za-z0-9+/_-])(?:[I-Za-f][A-Za-z0-9+/_-]{3}){4,}[A-Za-z0-9+/_-]{0,3}={0,2}",
+    options=_options(),
+)
+"""A run of base64 that can decode to text: each group of four begins with one of ``I``
+to ``f`` (the first six bits of a printable ASCII byte), so the runs of an identifier,
+a path or a digest are not decoded (one run in about fifty passes by chance)."""
+_PERCENT: Final = re2.compile(rb"%[0-9A-Fa-f]{2}", options=_options())
+_NOT_BASE64: Final = frozenset(range(256)) - frozenset(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
+)
+_PRINTABLE: Final = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+
+
+def _decoded(data: bytes) -> Iterator[tuple[int, int, bytes | None]]:
+    """What ``data`` holds wrapped once: each base64 run (16 characters or more) that
+    decodes to text, and the whole text percent-decoded when it holds an escape; with the
+    span it came from. Each byte of ``data`` is decoded at most twice, so this stays
+    linear, and what is decoded is not decoded again. After ``MAX_CANDIDATES`` runs,
+    ``None`` in place of the decoded bytes: too many to judge."""
+    for n, run in enumerate(_BASE64_RUN.finditer(data)):  # no capture: RE2 stays on its DFA
+        if n == MAX_CANDIDATES:
+            yield 0, len(data), None
+            return
+        start = run.start() + (data[run.start()] in _NOT_BASE64)
+        blob = data[start : run.end()]
+        alphabet = b"-_" if blob.translate(None, b"-_") != blob else b"+/"
+        try:
+            decoded = base64.b64decode(blob + b"=" * (-len(blob) % 4), altchars=alphabet)
+        except (binascii.Error, ValueError):
+            continue
+        if len(decoded) >= 8 and len(decoded.translate(None, _PRINTABLE)) * 10 <= len(decoded):
+            yield start, run.end(), decoded
+    if _PERCENT.search(data) is not None:
+        # %XX as quoted-printable's =XX: binascii decodes it at C speed, where
+        # urllib.parse takes 100 ms for a megabyte of escapes
+        yield 0, len(data), binascii.a2b_qp(data.replace(b"=", b"=3D").replace(b"%", b"="))
+
+
 def secret_spans(data: bytes) -> list[tuple[int, int, str]]:
     """Every credential ``secret_kind`` would name in ``data`` (UTF-8): byte spans and
     kinds, for ``memstack.redaction`` to cut out."""
     found = [span for tier in _TIERS for span in tier.spans(data, MAX_CANDIDATES)]
-    return found + list(GITLEAKS.spans(data, MAX_CANDIDATES))
+    found += GITLEAKS.spans(data, MAX_CANDIDATES)
+    if not found:  # wrapped: the whole wrapped run is cut
+        for start, end, blob in _decoded(data):
+            kind = TOO_MANY_CANDIDATES if blob is None else _wrapped(blob)
+            if kind is not None:
+                found.append((start, end, kind))
+    return found
 
 
 def looks_like_secret(text: str) -> bool:

@@ -61,6 +61,7 @@ SECRETS: list[tuple[str, str]] = [
     ("stripe live secret", f"charge with sk_live_{tok(24)}"),
     ("stripe restricted live", f"payouts job uses rk_live_{tok(24)}"),
     ("stripe restricted", f"rk_test_{tok(24)} for the webhook"),
+    ("stripe publishable live", f"frontend uses pk_live_{tok(24)}"),
     ("aws access key id", f"AKIA{tok(16, UPPER_DIGITS)} is the deploy user's key id"),
     ("aws session key id", f"temporary ASIA{tok(16, UPPER_DIGITS)}"),
     ("aws secret key", f"aws_secret_access_key = {tok(40, B64)}"),
@@ -320,9 +321,9 @@ NEW_SECRETS: list[tuple[str, str]] = [
 ]
 
 NEW_BENIGN: list[tuple[str, str]] = [
-    ("stripe publishable/sentence", f"frontend uses pk_live_{tok(24)}"),
+    ("stripe publishable/sentence", f"frontend uses pk_test_{tok(24)}"),
     ("stripe publishable/env", f"STRIPE_PUBLISHABLE_KEY=pk_test_{tok(24)}"),
-    ("stripe publishable/json", f'{{"publishableKey": "pk_live_{tok(99)}"}}'),
+    ("stripe publishable/json", f'{{"publishableKey": "pk_test_{tok(99)}"}}'),
     ("stripe publishable/js", f"const stripe = Stripe('pk_test_{tok(24)}');"),
     ("module path/alone", "memstack.storage._postgres_query.vector_search_sql"),
     ("module path/sentence", "See memstack._tokenness.passes for the levels"),

@@ -98,7 +98,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], list[str]]] = [
     ("store_memory", {"key": "k", "value": "v", "ttl": "yesterday"}, ["ttl", "ISO 8601"]),
     (
         "store_memory",
-        {"key": "aws", "value": "AKIAIOSFODNN7EXAMPLE is the key"},
+        {"key": "aws", "value": "AKIAIOSFODNN7Q3ZJ5WB is the key"},
         ["secret", "never kept"],
     ),
     ("store_memory", {"key": "k", "value": "v", "agent_id": "billing"}, ["billing", "limited"]),

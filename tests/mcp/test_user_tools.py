@@ -40,7 +40,7 @@ TURNS: list[dict[str, Any]] = [
         "time": "2026-05-08T09:01:00Z",
     },
 ]
-SECRET_TURN = {"id": "t4", "speaker": "Caroline", "text": "my key is AKIAIOSFODNN7EXAMPLE"}
+SECRET_TURN = {"id": "t4", "speaker": "Caroline", "text": "my key is AKIAIOSFODNN7Q3ZJ5WB"}
 
 
 @dataclass(frozen=True)

@@ -298,7 +298,7 @@ BAD_REQUESTS = [
     (
         "POST",
         "/api/knowledge",
-        json.dumps({"title": "t", "text": "AKIAIOSFODNN7EXAMPLE"}),
+        json.dumps({"title": "t", "text": "AKIAIOSFODNN7Q3ZJ5WB"}),
         422,
         "text",
     ),

@@ -164,7 +164,7 @@ async def test_a_document_of_the_largest_size_fits_the_body_limit(indexing: Inde
 
 async def test_a_secret_anywhere_refuses_the_whole_document_before_the_202(indexing: Indexing):
     kb = indexing
-    text = prose(1_000) + "\n\nThe deploy key is AKIAIOSFODNN7EXAMPLE for the bucket."
+    text = prose(1_000) + "\n\nThe deploy key is AKIAIOSFODNN7Q3ZJ5WB for the bucket."
     response = await kb.api.post(
         "/api/knowledge", json={"title": TITLE, "text": text}, headers=auth(kb.key)
     )

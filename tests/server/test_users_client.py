@@ -92,7 +92,7 @@ def test_sync_client_stores_recalls_pages_and_forgets(live: LiveServer, acme: st
     with MemoryClient(live.url, api_key=acme) as client:
         secret: types.TurnIn = {
             "speaker": "Caroline",
-            "text": "AKIAIOSFODNN7EXAMPLE",
+            "text": "AKIAIOSFODNN7Q3ZJ5WB",
             "session_id": "s1",
         }
         added = client.add_turns("u1", [*TURNS, secret])
