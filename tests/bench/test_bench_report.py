@@ -78,6 +78,9 @@ def results(tmp_path: Path) -> Path:
     two.write_text(json.dumps([{**_conversation()[0], "sample_id": i} for i in "ab"]))
     calibrate = ["--data", str(two), "--store", "memory", "--embedder", "hash"]
     _run(["bench", "calibrate", *calibrate, "--out", str(folder / "calibrate.json")])
+    corpus = Path(__file__).parents[1] / "security" / "fresh_corpus.py"
+    secrets = ["--data", str(data), "--mb", "0.01", "--rounds", "1", "--corpus", str(corpus)]
+    _run(["bench", "secrets", *secrets, "--out", str(folder / "secrets.json")])
     return folder
 
 
@@ -138,6 +141,8 @@ def test_every_kind_gets_its_section_table_command_and_plot(results: Path, tmp_p
     assert "| without time |" in doc and "| bm25 |" in doc
     assert "| explicit |" in doc
     assert "| 0.25 | 202 in 0.05 s | 330 |" in doc
+    assert "| own tiers (before issue 43) |" in doc and "| look-alikes refused |" in doc
+    assert "(`memstack bench secrets`)" in doc
 
 
 @pytest.mark.parametrize("kind", ["recall", "ingest", "updates"])

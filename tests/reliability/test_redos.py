@@ -11,50 +11,13 @@ import time
 
 import pytest
 
+from memstack.bench.secret_filter import ADVERSARIAL as SHAPES
+from memstack.bench.secret_filter import MB
 from memstack.longterm import secret_kind
 from memstack.secrets import MAX_CANDIDATES, TOO_MANY_CANDIDATES
 
-MB = 1 << 20
 DEADLINE_S = 5.0
-
-
-def _fill(unit: str, prefix: str = "") -> str:
-    return prefix + unit * ((MB - len(prefix)) // len(unit))
-
-
-ADVERSARIAL = {
-    "a-": _fill("a-"),  # the old jwt_like pattern's quadratic case
-    "a.": _fill("a."),
-    "A": _fill("A"),
-    "x=": _fill("x="),
-    "sk- repeated": _fill("sk-"),
-    "eyJ and dots": _fill("eyJ."),
-    "eyJ segments": _fill("eyJabcdef."),
-    "spaces after password": "password" + " " * MB + "is",
-    "url userinfo": "x://" + "a" * (MB // 2) + ":" + "b" * (MB // 2),
-    "bearer padding": "Bearer " + "=" * MB,
-    "harmless assignments": _fill("password=changeme "),
-    "harmless headers": _fill("Authorization: " + "a" * 300 + " "),
-    "random base64ish": "".join(chr(33 + (i * 7919) % 94) for i in range(MB)),
-    # issue 30: the vendor prefixes, dotted tokens and assignments of any value
-    "pypi- repeated": _fill("pypi-"),
-    "pypi-Ag repeated": _fill("pypi-Ag"),
-    "AC and hex repeated": _fill("AC" + "0123456789abcdef"),
-    "AC and 31 hex repeated": _fill("AC" + "a" * 31 + " "),
-    "dop_v1_ repeated": _fill("dop_v1_"),
-    "telegram id repeated": _fill("123456789:A"),
-    ":APA91b repeated": _fill(":APA91b"),
-    "EAAA repeated": _fill("EAAA "),
-    ".atlasv1. repeated": _fill(".atlasv1."),
-    "dotted segments": _fill("a" * 20 + "."),
-    "password= repeated": _fill("password="),
-    "password= and spaces": _fill("password= "),
-    "spaces before the operator": "password" + " " * MB + "=x",
-    "identifier before the noun": _fill("a_") + "password=x",
-    "prose words": _fill("word "),
-    "non-credential keys": _fill("S3 key: reports/2024/q3/summary.csv "),
-    "placeholders": _fill("token=${GITHUB_TOKEN} "),
-}
+ADVERSARIAL = {name: make(MB) for name, make in SHAPES.items()}
 
 
 @pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())

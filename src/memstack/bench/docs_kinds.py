@@ -464,6 +464,47 @@ def knowledge_command(p: Payload, out: str) -> str:
     )
 
 
+def secrets_tables(p: Payload) -> list[str]:
+    layers = md_table(
+        ["layer", "us / write", "x own tiers"],
+        [[r["layer"], r["us_per_write"], r["ratio"]] for r in p["layers"]],
+    )
+    worst = max(p["adversarial"], key=lambda r: r["ms"])
+    lines = [
+        f"{p['writes']:,} writes (LoCoMo turns), median of {p['rounds']} alternating rounds.",
+        "",
+        *layers,
+        "",
+        f"{len(p['adversarial'])} adversarial shapes of {num(p['megabytes'])} MiB each, "
+        f"the slowest `{worst['shape']}` at {num(worst['ms'])} ms:",
+        "",
+        *md_table(
+            ["shape", "ms", "kind"],
+            [[r["shape"], r["ms"], r["kind"] or "-"] for r in p["adversarial"]],
+        ),
+    ]
+    figures = p.get("figures")
+    if figures:
+        halves = [figures["tuned"], figures["held_out"]]
+        rows = [
+            [kind, *(f"{h['kinds'][kind]['flagged']}/{h['kinds'][kind]['n']}" for h in halves)]
+            for kind in figures["tuned"]["kinds"]
+        ]
+        rows.append(["credentials caught", *(f"{h['caught']}/{h['credentials']}" for h in halves)])
+        rows.append(["look-alikes refused", *(f"{h['refused']}/{h['lookalikes']}" for h in halves)])
+        lines += ["", f"Corpus `{p['corpus']}`, flagged / items:", ""]
+        lines += md_table(["kind", "tuned", "held out"], rows)
+    return lines
+
+
+def secrets_command(p: Payload, out: str) -> str:
+    corpus = f" --corpus {shlex.quote(p['corpus'])}" if p.get("corpus") else ""
+    return (
+        f"memstack bench secrets --mb {num(p['megabytes'])} --rounds {p['rounds']}{corpus} "
+        f"--out {shlex.quote(out)}"
+    )
+
+
 def ablation_tables(p: Payload) -> list[str]:
     headline = (
         "Each mechanism measured with and without it in alternating runs (medians of the "
@@ -565,6 +606,17 @@ KINDS: Final = (
         keys=frozenset({"runs", "embedder", "benchmark"}),
         tables=knowledge_tables,
         command=knowledge_command,
+    ),
+    Kind(
+        name="secrets",
+        title="The secret filter's cost and reach",
+        about="What the one secret filter costs a write, layer by layer in alternating "
+        "rounds (ratio to memstack's own tiers, the filter before issue 43), how long a "
+        "megabyte of each adversarial shape takes, and what it catches of a corpus, per kind "
+        "and per half (tuned on one, measured on both).",
+        keys=frozenset({"layers", "adversarial"}),
+        tables=secrets_tables,
+        command=secrets_command,
     ),
     Kind(
         name="ablation",

@@ -954,3 +954,77 @@ def ablation_command(
     if out:
         write_json(out, payload)
         click.echo(f"wrote {out}")
+
+
+@bench.command("secrets")
+@_locomo_data("LoCoMo-schema JSON whose turns are the writes timed.")
+@click.option(
+    "--mb",
+    "megabytes",
+    type=click.FloatRange(min=0.001, max=16),
+    default=1.0,
+    show_default=True,
+    help="Size of each adversarial input, in MiB.",
+)
+@click.option(
+    "--rounds",
+    type=click.IntRange(min=1, max=50),
+    default=5,
+    show_default=True,
+    help="Alternating rounds of the per-write layers (the median round is reported).",
+)
+@click.option(
+    "--corpus",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="A Python file defining CREDENTIALS, LOOKALIKES and halves() (such as "
+    "tests/security/fresh_corpus.py): what the filter catches, per kind and per half.",
+)
+@_out_option
+def secrets_command(
+    data: Path, megabytes: float, rounds: int, corpus: Path | None, out: Path | None
+) -> None:
+    """The secret filter's cost a write, layer by layer, and on adversarial input."""
+    from memstack.bench.locomo_data import load_locomo
+    from memstack.bench.report import write_json
+    from memstack.bench.secret_filter import (
+        adversarial_runs,
+        corpus_figures,
+        corpus_table,
+        cost_table,
+        write_costs,
+    )
+    from memstack.errors import InvalidInput
+
+    try:
+        samples, _ = load_locomo(data)
+    except InvalidInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--data") from exc
+    texts = [turn.memory_text for sample in samples for turn in sample.turns]
+    if not texts:
+        raise click.BadParameter(f"{data} holds no turns", param_hint="--data")
+    writes = write_costs(texts, rounds)
+    adversarial = adversarial_runs(int(megabytes * (1 << 20)))
+    click.echo(f"{len(texts):,} writes (LoCoMo turns), {rounds} rounds\n")
+    click.echo(cost_table(writes, adversarial))
+    figures = None
+    if corpus:
+        try:
+            figures = corpus_figures(corpus)
+        except (ImportError, SyntaxError) as exc:
+            raise click.BadParameter(
+                f"cannot read the corpus: {exc}", param_hint="--corpus"
+            ) from exc
+        click.echo("\n" + corpus_table(figures))
+    if out:
+        payload = {
+            "benchmark": "secrets",
+            "writes": len(texts),
+            "rounds": rounds,
+            "megabytes": megabytes,
+            "layers": writes,
+            "adversarial": adversarial,
+            "corpus": None if corpus is None else corpus.as_posix(),
+            "figures": figures,
+        }
+        write_json(out, payload)
+        click.echo(f"wrote {out}")
