@@ -21,8 +21,8 @@ No level accepts a placeholder: ``<...>``, ``{...}``, ``{{var}}``, ``[...]``, ``
 ``undefined``, ``todo``, ``tbd``, ``empty``, ``unset``, ``true``, ``false``, ``yes``,
 ``no``, ``on``, ``off``), ``your-key-here``-style hints, and references to where the
 value lives (``os.environ``, ``process.env``, ``settings.``, ``config.``, ``self.``...).
-Nor a key that is public by design: Stripe's publishable test keys (``pk_test_``; spec 001
-lists ``pk_live_`` among the shapes to drop, and the filter drops it).
+Nor a key that is public by design: Stripe's publishable test keys (``pk_test_``; a
+live publishable key, ``pk_live_``, is still dropped).
 Only the first ``MAX_JUDGED_CHARS`` characters of a value are judged, so the work per
 value is bounded.
 """

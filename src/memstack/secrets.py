@@ -121,7 +121,7 @@ EXACT: Final = (
     SecretShape(
         name="github_token", pattern=r"\b(?:gh[pousr]_[A-Za-z0-9]{30}|github_pat_[A-Za-z0-9_]{22})"
     ),
-    SecretShape(  # spec 001: "Stripe sk_live_…/pk_live_…" (a pk_test_ key is public by design)
+    SecretShape(  # Stripe's live keys and test secret keys (a pk_test_ key is public by design)
         name="stripe_key", pattern=r"\b(?:(?:sk|rk|pk)_live|(?:sk|rk)_test)_[A-Za-z0-9]{10}"
     ),
     SecretShape(name="aws_access_key", pattern=r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
@@ -403,9 +403,10 @@ _PRINTABLE: Final = bytes(range(0x20, 0x7F)) + b"\t\n\r"
 def _decoded(data: bytes) -> Iterator[tuple[int, int, bytes | None]]:
     """What ``data`` holds wrapped once: each base64 run (16 characters or more) that
     decodes to text, and the whole text percent-decoded when it holds an escape; with the
-    span it came from. Each byte of ``data`` is decoded at most twice, so this stays
-    linear, and what is decoded is not decoded again. After ``MAX_CANDIDATES`` runs,
-    ``None`` in place of the decoded bytes: too many to judge."""
+    span it came from; and the whole text with its string escapes undone, a level at a
+    time (``_unescaped``). Each byte of ``data`` is decoded a bounded number of times, so
+    this stays linear, and what is decoded is not decoded again. After ``MAX_CANDIDATES``
+    runs, ``None`` in place of the decoded bytes: too many to judge."""
     for n, run in enumerate(_BASE64_RUN.finditer(data)):  # no capture: RE2 stays on its DFA
         if n == MAX_CANDIDATES:
             yield 0, len(data), None
@@ -423,6 +424,44 @@ def _decoded(data: bytes) -> Iterator[tuple[int, int, bytes | None]]:
         # %XX as quoted-printable's =XX: binascii decodes it at C speed, where
         # urllib.parse takes 100 ms for a megabyte of escapes
         yield 0, len(data), binascii.a2b_qp(data.replace(b"=", b"=3D").replace(b"%", b"="))
+    yield from ((0, len(data), view) for view in _unescaped(data))
+
+
+_ESCAPE_LEVELS: Final = 3
+"""How deep string escapes are undone: a tool call's arguments are JSON in a JSON string,
+and a message quoting one escapes them once more."""
+
+
+def _unescaped(data: bytes) -> Iterator[bytes]:
+    """``data`` with its string escapes (``\\n``, ``\\t``, ``\\r``, ``\\"``, ``\\'``,
+    ``\\/``, ``\\\\``) undone, once per level while any is left: ``{\\"pwd\\": \\"...\\"}``
+    escaped twice, or a config file's ``\\npass=...`` whose newline became two characters,
+    read as written. Bytes' own replace does it at C speed; any other backslash stays."""
+    view = data
+    for _ in range(_ESCAPE_LEVELS):
+        if b"\\" not in view:
+            return
+        parts = view.split(b"\\\\")  # an escaped backslash first: it escapes nothing after it
+        for escape, char in _ESCAPES:
+            parts = [part.replace(escape, char) for part in parts]
+        unescaped = b"\\".join(parts)
+        if unescaped == view:
+            return
+        view = unescaped
+        yield view
+
+
+_ESCAPES: Final = tuple(
+    (b"\\" + letter, char)
+    for letter, char in (
+        (b"n", b"\n"),
+        (b"t", b"\t"),
+        (b"r", b"\r"),
+        (b'"', b'"'),
+        (b"'", b"'"),
+        (b"/", b"/"),
+    )
+)
 
 
 def secret_spans(data: bytes) -> list[tuple[int, int, str]]:

@@ -24,14 +24,25 @@ from psycopg import sql
 from memstack.errors import InvalidInput
 from memstack.redaction import redact
 from tests.longterm.secret_corpus import ALL_BENIGN, ALL_SECRETS
+from tests.security.fresh_corpus import CREDENTIALS, LOOKALIKES
 
-SECRETS = ALL_SECRETS
-BENIGN = ALL_BENIGN
+SECRETS = ALL_SECRETS + [
+    (f"issue 43 {kind}/{i}", text)
+    for kind, texts in CREDENTIALS.items()
+    for i, text in enumerate(texts)
+]
+BENIGN = ALL_BENIGN + [
+    (f"issue 43 {kind}/{i}", text)
+    for kind, texts in LOOKALIKES.items()
+    for i, text in enumerate(texts)
+]
+"""The corpora of issues 30 and 43: every credential and look-alike both hold."""
 _BENIGN_TEXT = " ".join(text for _, text in BENIGN).lower()
 _KEPT_TEXT = " ".join(redact(text) for _, text in SECRETS).lower()
 """What the credential texts hold besides their credentials (``guest`` of
 ``amqp://guest:<password>@rabbit``)."""
 _RUN = re.compile(r"[A-Za-z0-9]{5,}")
+_NUMBER = re.compile(r"[0-9][0-9 -]{11,}[0-9]")
 
 
 def needles(text: str) -> list[str]:
@@ -39,6 +50,10 @@ def needles(text: str) -> list[str]:
     index keeps words in lower case)."""
     runs = _RUN.findall(text)
     found = [r for r in runs if _random_looking(r)]
+    if all(r.isdigit() for r in found) and (numbers := _NUMBER.findall(text)):
+        # a card or an account number: its groups of digits are in any store's ids and
+        # times by chance, the number as written is not
+        return sorted(set(numbers))
     if not found:  # a typed password: the words redaction takes out, found nowhere else
         kept = set(_RUN.findall(redact(text)))
         found = [

@@ -6,6 +6,7 @@ that allows it; and the unseen half of the issue's corpus."""
 from __future__ import annotations
 
 import base64
+import json
 import urllib.parse
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from memstack._payment import ALLOW_PAYMENT_DATA
 from memstack.bench.secret_filter import corpus_figures
 from memstack.errors import InvalidInput
+from memstack.redaction import redact
 from memstack.secrets import find_secret, refuse_secrets, secret_kind
 from tests.security import fresh_corpus
 from tests.security.fresh_corpus import PAYMENT_CARD, tok
@@ -117,6 +119,18 @@ def test_a_wrapped_credential_is_decoded_once_and_checked_again():
     prose = base64.b64encode(b"we met in Lisbon last spring").decode()
     assert secret_kind(f"blob {prose}") is None
     assert secret_kind("caf%C3%A9 au lait") is None
+
+
+def test_a_credential_inside_escaped_strings_is_read_as_written():
+    """A tool call's arguments are JSON in a JSON string; a message quoting one escapes it
+    again, and a config file's newlines become two characters."""
+    call = json.dumps({"arguments": json.dumps({"pwd": "XXID5rXwlh"})})
+    assert '\\\\\\"pwd' in json.dumps({"q": call})
+    assert secret_kind(json.dumps({"q": call})) == "credential_assignment"
+    assert secret_kind(json.dumps({"q": "[smtp]\nuser=mailer\npass=jUihNCtY31zeLI"})) is not None
+    assert redact(json.dumps({"q": call})) == "[REDACTED:credential_assignment]"
+    assert secret_kind(json.dumps({"path": "C:\\new\\tokens\\readme.txt"})) is None
+    assert secret_kind(json.dumps({"q": json.dumps({"note": "the pwd is in the vault"})})) is None
 
 
 # Payment data: its own kinds, refused by default, allowed by a setting.
