@@ -441,14 +441,26 @@ def _unescaped(data: bytes) -> Iterator[bytes]:
     for _ in range(_ESCAPE_LEVELS):
         if b"\\" not in view:
             return
-        parts = view.split(b"\\\\")  # an escaped backslash first: it escapes nothing after it
-        for escape, char in _ESCAPES:
-            parts = [part.replace(escape, char) for part in parts]
-        unescaped = b"\\".join(parts)
+        unescaped = _unescape(view)
         if unescaped == view:
             return
         view = unescaped
         yield view
+
+
+def _unescape(data: bytes) -> bytes:
+    # an escaped backslash escapes nothing after it: it is set aside as a control byte
+    # the text does not hold while the others are undone; in a text holding all of them,
+    # it is undone last, which may read one "\\\\n" as a backslash and a newline
+    aside = next((byte for byte in _ASIDE if byte not in data), None)
+    if aside is not None:
+        data = data.replace(b"\\\\", aside)
+    for escape, char in _ESCAPES:
+        data = data.replace(escape, char)
+    return data.replace(aside or b"\\\\", b"\\")
+
+
+_ASIDE: Final = tuple(bytes([byte]) for byte in (*range(0x09), *range(0x0E, 0x20), 0x7F))
 
 
 _ESCAPES: Final = tuple(

@@ -92,6 +92,9 @@ ADVERSARIAL: Final[dict[str, Callable[[int], str]]] = {
     "percent escapes": lambda n: _fill("%41", n),
     "runs that could be base64 text": lambda n: _fill("IAAAIAAAIAAAIAAA ", n),
     "every gitleaks keyword": lambda n: _fill(_keywords(), n),
+    "escaped quotes, three levels": lambda n: _fill('\\\\\\"pwd\\\\\\": \\\\\\"x\\\\\\" ', n),
+    "backslashes": lambda n: _fill("\\", n),
+    "backslashes and control bytes": lambda n: _fill("\\", n, "".join(map(chr, range(32)))),
 }
 """Shapes that would make a backtracking or a quadratic scan slow, by size in bytes."""
 
