@@ -115,8 +115,10 @@ def test_rest_ranks_every_question_as_in_process(
     assert "identical rankings: 10/10" in result.output
     assert remote["turns"] == 48 and remote["requests"] == 6 and remote["refused"] == 0
     assert remote["ingest_per_s"] > 0 and remote["embed_alone_per_s"] > 0
-    assert remote["ingest_over_embed"] == round(
-        remote["ingest_per_s"] / remote["embed_alone_per_s"], 2
+    # each figure is rounded as written, so the ratio of the written ones may differ by
+    # one in the last place from the ratio written
+    assert remote["ingest_over_embed"] == pytest.approx(
+        remote["ingest_per_s"] / remote["embed_alone_per_s"], abs=0.0051
     )
     assert remote["overhead_ms"] == round(
         remote["recall_ms"]["p50"] - report["recall_ms"]["p50"], 2

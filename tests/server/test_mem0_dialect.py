@@ -165,6 +165,21 @@ async def test_an_update_is_a_new_version_and_the_old_id_keeps_answering(mem0: M
     assert await mem0.listed({"user_id": "erin"}) == []
 
 
+async def test_an_id_keeps_answering_however_many_updates_ago(mem0: Mem0) -> None:
+    """mem0's clients keep the id an add answered; a memory updated a hundred times still
+    answers to it."""
+    (added,) = await mem0.add("Version 0.", user_id="ivan")
+    first = added["id"]
+    for n in range(1, 101):
+        updated = await mem0.call("PUT", f"/v1/memories/{first}/", json={"text": f"Version {n}."})
+        assert updated["id"] == first
+    assert (await mem0.call("GET", f"/v1/memories/{first}/"))["memory"] == "Version 100."
+    assert await mem0.listed({"user_id": "ivan"}) == ["Version 100."]
+    await mem0.call("DELETE", f"/v1/memories/{first}/")
+    gone = await mem0.api.get(f"/v1/memories/{first}/", headers=token(mem0.acme))
+    assert error(gone, 404)["field"] == "memory_id"
+
+
 async def test_delete_all_erases_one_user_and_nothing_of_another(mem0: Mem0) -> None:
     await mem0.add("Mine.", user_id="frank", run_id="r1")
     await mem0.add("Also mine.", user_id="frank", run_id="r2")

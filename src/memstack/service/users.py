@@ -385,8 +385,17 @@ class UserMemories:
         return [long_term_item(r) for r in found]
 
     def _current(self, namespace: str, memory_id: str) -> Record:
-        """The record ``memory_id`` is now: itself, or where its ``superseded_by`` lead."""
+        """The record ``memory_id`` is now: itself, the current version ``update`` wrote
+        for it (found by its ``origin_id`` however many updates ago), or where its
+        ``superseded_by`` links lead (a memory replaced some other way)."""
         found = self.records.get(namespace, [memory_id]) if memory_id else []
+        if found and found[0].valid_to is not None:
+            origin = found[0].metadata.get(ORIGIN_KEY, memory_id)
+            newest = self.records.list(
+                namespace, filter=Filter(metadata={ORIGIN_KEY: origin}), limit=1
+            )
+            if newest:
+                return newest[0]
         for _ in range(_MAX_CHAIN):
             if not found:
                 break
