@@ -85,7 +85,9 @@ NAMESPACE: Final = "chat"
 """The collection every served user's memories live in."""
 MAX_PAGE: Final = 1_000
 _MAX_CHAIN: Final = 64
-"""How many ``superseded_by`` links ``get`` follows from an old id to the current one."""
+"""How many ``superseded_by`` links ``get`` follows from an old id to the current one
+before it looks the current one up by ``origin_id`` (one read by id per link is cheaper
+than a metadata lookup for the few updates most memories get)."""
 ORIGIN_KEY: Final = "origin_id"
 """The metadata key of a version ``update`` wrote: the id its memory was first stored
 under, so a caller that holds that id (mem0's clients do) keeps finding it by it."""
@@ -385,17 +387,11 @@ class UserMemories:
         return [long_term_item(r) for r in found]
 
     def _current(self, namespace: str, memory_id: str) -> Record:
-        """The record ``memory_id`` is now: itself, the current version ``update`` wrote
-        for it (found by its ``origin_id`` however many updates ago), or where its
-        ``superseded_by`` links lead (a memory replaced some other way)."""
+        """The record ``memory_id`` is now: itself, or where its ``superseded_by`` links
+        lead; past ``_MAX_CHAIN`` links, the current version ``update`` wrote for the id
+        the memory was first stored under (its ``origin_id``), however many updates ago."""
         found = self.records.get(namespace, [memory_id]) if memory_id else []
-        if found and found[0].valid_to is not None:
-            origin = found[0].metadata.get(ORIGIN_KEY, memory_id)
-            newest = self.records.list(
-                namespace, filter=Filter(metadata={ORIGIN_KEY: origin}), limit=1
-            )
-            if newest:
-                return newest[0]
+        origin = found[0].metadata.get(ORIGIN_KEY, memory_id) if found else memory_id
         for _ in range(_MAX_CHAIN):
             if not found:
                 break
@@ -405,6 +401,12 @@ class UserMemories:
             if record.superseded_by is None:
                 break
             found = self.records.get(namespace, [record.superseded_by])
+        else:
+            newest = self.records.list(
+                namespace, filter=Filter(metadata={ORIGIN_KEY: origin}), limit=1
+            )
+            if newest:
+                return newest[0]
         raise NotFound(
             f"no current memory with this id ({len(memory_id)} characters) for this user.",
             field="memory_id",
