@@ -26,16 +26,17 @@ from memstack.redaction import redact
 from tests.longterm.secret_corpus import ALL_BENIGN, ALL_SECRETS
 from tests.security.fresh_corpus import CREDENTIALS, LOOKALIKES
 
-SECRETS = ALL_SECRETS + [
-    (f"issue 43 {kind}/{i}", text)
-    for kind, texts in CREDENTIALS.items()
-    for i, text in enumerate(texts)
-]
-BENIGN = ALL_BENIGN + [
-    (f"issue 43 {kind}/{i}", text)
-    for kind, texts in LOOKALIKES.items()
-    for i, text in enumerate(texts)
-]
+
+def _labelled(corpus: dict[str, list[str]]) -> list[tuple[str, str]]:
+    return [
+        (f"issue 43 {kind}/{i}", text)
+        for kind, texts in corpus.items()
+        for i, text in enumerate(texts)
+    ]
+
+
+SECRETS = ALL_SECRETS + _labelled(CREDENTIALS)
+BENIGN = ALL_BENIGN + _labelled(LOOKALIKES)
 """The corpora of issues 30 and 43: every credential and look-alike both hold."""
 _BENIGN_TEXT = " ".join(text for _, text in BENIGN).lower()
 _KEPT_TEXT = " ".join(redact(text) for _, text in SECRETS).lower()
