@@ -251,6 +251,41 @@ class RedisServer:
             client.save()
         return Path(shutil.copyfile(self.work_dir / "dump.rdb", to))
 
+    def reload(self, rdb: Path) -> None:
+        """Replace the running server's data with the snapshot ``rdb``, in place
+        (``DEBUG RELOAD NOSAVE``): the same process, so the same ``run_id``."""
+        import redis
+
+        shutil.copyfile(rdb, self.work_dir / "dump.rdb")
+        with redis.Redis(host="127.0.0.1", port=self.port) as client:
+            client.execute_command("DEBUG", "RELOAD", "NOSAVE")
+
+    def replicate(self, primary: RedisServer, timeout: float = 20.0) -> None:
+        """Become a replica of ``primary`` (``REPLICAOF``) and wait until it holds all
+        of the primary's data."""
+        import redis
+
+        with redis.Redis(host="127.0.0.1", port=self.port) as client:
+            client.replicaof("127.0.0.1", primary.port)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                info = client.info("replication")
+                if info.get("master_link_status") == "up" and not info["master_sync_in_progress"]:
+                    break
+                time.sleep(0.02)
+            else:
+                raise RuntimeError(f"Redis on {self.port} did not sync from {primary.port}")
+        with redis.Redis(host="127.0.0.1", port=primary.port) as client:
+            if client.wait(1, int(timeout * 1000)) < 1:  # every write acknowledged
+                raise RuntimeError(f"Redis on {self.port} did not catch up with {primary.port}")
+
+    def promote(self) -> None:
+        """Stop replicating and take writes (``REPLICAOF NO ONE``), keeping the data."""
+        import redis
+
+        with redis.Redis(host="127.0.0.1", port=self.port) as client:
+            client.replicaof("NO", "ONE")
+
     def log(self) -> str:
         return _read(self.work_dir / "redis.log") + _read(self.work_dir / "output.log")
 

@@ -14,16 +14,19 @@ serves is compared with the long-term tier's own newest entries. The figures are
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 import pytest
+import redis
 
 from memstack import ManualClock
 from memstack.embeddings import HashEmbedder
+from memstack.errors import StoreUnavailable
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
 from memstack.service.stm_redis import RedisTier
@@ -37,7 +40,7 @@ from tests.service.test_stm import T0, mem
 ACME = Principal(tenant="acme")
 STM_MAX = 5
 AGENTS = ("ann", "bob", "cy", "dee")
-Kind = Literal["empty", "aof", "aof-cut", "rdb"]
+Kind = Literal["empty", "aof", "aof-cut", "rdb", "reload", "failover"]
 Between = Literal["nothing", "a-read", "erasures"]
 STEP = 0.01  # clock seconds per write: a whole case stays inside one epoch_ttl
 
@@ -126,6 +129,10 @@ class Deployment:
         shared = ltm.list("acme", GLOBAL_BUCKET, limit=STM_MAX, order="updated_desc")
         return own + shared
 
+    def redis_run_id(self) -> str:
+        with redis.Redis.from_url(self.redis.url) as client:
+            return str(client.info("server")["run_id"])
+
     def held(self) -> set[str]:
         ltm = self.a.long_term
         return {m.id for b in ltm.buckets("acme") for m in ltm.list("acme", b, limit=500)}
@@ -182,6 +189,7 @@ async def after_the_mark(d: Deployment) -> None:
 
 
 KINDS: list[Kind] = ["empty", "aof", "aof-cut", "rdb"]
+IN_PLACE: list[Kind] = ["reload", "failover"]
 
 
 async def while_down(d: Deployment, between: Between) -> None:
@@ -222,6 +230,95 @@ async def test_every_context_equals_the_long_term_tier_after_redis_restarts(
     assert (total.errors(), wrong) == ((0, 0, 0), [])
 
 
+# -- Redis back in time without a restart -------------------------------------------------
+
+
+@contextmanager
+def going_back(d: Deployment, tmp_path: Path) -> Iterator[Callable[[], None]]:
+    """Mark the point Redis will go back to; yields what takes it back there in place,
+    the server's process (and ``run_id``) unchanged: ``reload`` loads a snapshot taken at
+    the mark (``DEBUG RELOAD``); ``failover`` has a replica that stopped replicating at
+    the mark hand its data back to the server (a failover to a lagging replica behind
+    the server's address)."""
+    if d.kind == "reload":
+        snapshot = d.redis.save_rdb(tmp_path / "mark.rdb")
+        yield lambda: d.redis.reload(snapshot)
+        return
+    with running_redis() as replica:
+        replica.replicate(d.redis)
+        replica.promote()  # lags from here on
+
+        def fail_over() -> None:
+            d.redis.replicate(replica)
+            d.redis.promote()
+
+        yield fail_over
+
+
+@pytest.mark.parametrize("deployment", IN_PLACE, indirect=True)
+async def test_every_context_equals_the_long_term_tier_after_redis_goes_back_in_place(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    d = deployment
+    await before_the_mark(d)
+    with going_back(d, tmp_path) as go_back:
+        await after_the_mark(d)
+        run_id = d.redis_run_id()
+        go_back()
+        assert d.redis_run_id() == run_id  # the same server: no restart to see
+    total, wrong = await d.check()
+    print(
+        f"\nredis went back in place ({d.kind}): {total.served} served, {total.stale} stale, "
+        f"{total.resurrected} resurrected, {total.missing} missing"
+    )
+    assert (total.errors(), wrong) == ((0, 0, 0), [])
+
+
+def test_a_tier_that_finds_the_data_older_tells_every_other_tier(tmp_path: Path) -> None:
+    """Tier a wrote after the snapshot and finds the reloaded data older: it gives the
+    tenant a new generation, which tier b (that saw nothing newer) is told of at its next
+    call; each reports once, then both read on. Another tenant is judged on its own."""
+    with running_redis() as redis_server:
+        a, b = (RedisTier.from_url(redis_server.url, max_entries=STM_MAX) for _ in range(2))
+        try:
+            for tier in (a, b):
+                tier.put(mem("kept"))
+                tier.read("acme", "agent-1", now=T0)
+            b.put(mem("other tenant", tenant="zeta"))
+            snapshot = redis_server.save_rdb(tmp_path / "mark.rdb")
+            a.put(mem("lost"))
+            a.remove("acme", "agent-1", [mem("kept").id])
+            redis_server.reload(snapshot)
+            with pytest.raises(StoreUnavailable, match="another dataset"):
+                a.read("acme", "agent-1", now=T0)
+            with pytest.raises(StoreUnavailable, match="another dataset"):
+                b.read("acme", "agent-1", now=T0)
+            for tier in (a, b):
+                assert tier.read("acme", "agent-1", now=T0).epoch is None
+            assert [m.id for m in b.recent("zeta", "agent-1", now=T0)] == [
+                mem("other tenant", tenant="zeta").id
+            ]
+        finally:
+            a.close()
+            b.close()
+
+
+def test_a_tenant_cleared_after_the_snapshot_is_reported_when_it_comes_back(
+    tmp_path: Path,
+) -> None:
+    with running_redis() as redis_server:
+        tier = RedisTier.from_url(redis_server.url, max_entries=STM_MAX)
+        try:
+            tier.put(mem("erased"))
+            snapshot = redis_server.save_rdb(tmp_path / "mark.rdb")
+            assert tier.clear_tenant("acme") == 1
+            redis_server.reload(snapshot)
+            with pytest.raises(StoreUnavailable, match="another dataset"):
+                tier.read("acme", "agent-1", now=T0)
+        finally:
+            tier.close()
+
+
 # -- the tier alone: a fill read before a restart never lands after it --------------------
 
 
@@ -238,6 +335,9 @@ def test_a_fill_that_read_the_bucket_before_a_restart_is_refused_after_it(aof: b
             if not aof:
                 tier.put(mem("lost"))  # acknowledged, then lost with the restart
             redis.restart()
+            if not aof:  # the tenant's generation went with the data: reported once
+                with pytest.raises(StoreUnavailable, match="another dataset"):
+                    tier.read("acme", "agent-1", now=T0)
             after = tier.read("acme", "agent-1", now=T0)
             assert after.epoch is None  # a restarted Redis holds only cold buckets
             old, new = [mem("old")], [mem("b")]

@@ -433,6 +433,16 @@ def test_a_closed_tier_refuses_every_call(new_tier: TierFactory, call: str) -> N
 # -- Redis only: layout, no orphans ----------------------------------------------------------
 
 
+def test_a_forgotten_tenant_leaves_no_key(
+    redis_tier: RedisTier, raw: redis.Redis, prefix: str
+) -> None:
+    redis_tier.put(mem("a"))
+    redis_tier.put(mem("b", tenant="other"))
+    assert redis_tier.forget_tenant("acme") == 1
+    left = list(raw.scan_iter(match=f"{prefix}:*"))
+    assert left and all(key.startswith(redis_tier.keys.tenant("other")) for key in left)
+
+
 def test_keys_are_built_from_encoded_parts() -> None:
     keys = KeyLayout(prefix="p").bucket("a:b", "c/d e")
     assert keys.all() == [
@@ -441,6 +451,7 @@ def test_keys_are_built_from_encoded_parts() -> None:
         "p:{a%3Ab}:c%2Fd%20e:expiry",
         "p:{a%3Ab}:buckets",
         "p:{a%3Ab}:c%2Fd%20e:state",
+        "p:{a%3Ab}:generation",
     ]
 
 
@@ -492,7 +503,11 @@ def test_an_emptied_bucket_leaves_only_its_expiring_state_behind(
     assert list(raw.scan_iter(match=f"{prefix}:*"))
     empty_it(redis_tier)
     state = redis_tier.keys.bucket("acme", "agent-1").state
+    generation = redis_tier.keys.generation("acme")
     left = sorted(raw.scan_iter(match=f"{prefix}:*"))
+    assert generation in left  # the tenant's generation outlives its buckets for a while
+    assert 0 < raw.ttl(generation) <= STATE_TTL_S
+    left.remove(generation)
     assert left in ([], sorted([state, redis_tier.keys.index("acme")]))
     if left:  # the version outlives the entries for a while, so fills stay safe
         assert 0 < raw.ttl(state) <= STATE_TTL_S

@@ -34,7 +34,7 @@ def erase_tenant(
 
         tier = RedisTier.from_url(redis_url)
         try:
-            erased["redis_entries"] = tier.clear_tenant(tenant)
+            erased["redis_entries"] = tier.forget_tenant(tenant)
         finally:
             tier.close()
     return erased

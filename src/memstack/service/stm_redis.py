@@ -11,6 +11,7 @@ they never contain ``:`` ``{`` ``}`` and two different pairs never share a key):
     {prefix}:{<tenant>}:<bucket>:expiry    sorted set   memory id -> expires_at (TTL'd only)
     {prefix}:{<tenant>}:<bucket>:state     hash         epoch (absent: cold), version, run
     {prefix}:{<tenant>}:buckets            set          the tenant's bucket names (entries or state)
+    {prefix}:{<tenant>}:generation         hash         token, count (see below)
 
 Every write is one Lua script that receives all the keys it touches (the ``{tenant}``
 hash tag keeps them in one cluster slot), so each call is atomic: ``put`` stores and
@@ -29,6 +30,16 @@ read returns is ``<run_id>:<counter>``, so a fill that read a bucket before a re
 refused after it. The scripts replicate their effects, never themselves, so an AOF or a
 replica replays the run_id a script wrote instead of asking the new server. The Redis user
 needs ``INFO`` (ACL ``+info``).
+
+A dataset can also go back in time under the same ``run_id`` (``DEBUG RELOAD`` of an older
+snapshot, a failover behind one address to a replica that lagged). So each tenant has a
+generation too, ``{prefix}:{<tenant>}:generation`` (a hash: a token and a count of the
+tenant's writes), which every script reads or counts and returns first; a tier whose
+answer shows another token, or a lower count than it saw before, raises
+``StoreUnavailable`` once (``stm_generation``), which ``TierSync`` treats as the outage it
+already survives: every bucket is filled again from the long-term tier. ``clear_tenant``
+keeps the generation (a snapshot from before an erasure must still be found older);
+``forget_tenant`` drops it too.
 
 The state key lives ``STATE_TTL_S`` after a bucket's last write; a bucket whose state
 expired is cold and is filled again on its next read (so a deleted agent's bucket leaves
@@ -54,6 +65,7 @@ from memstack.service.stm import (
     latest_by_id,
     newest_first,
 )
+from memstack.service.stm_generation import Generation, GenerationWatch
 from memstack.service.types import Memory, memory_from_json, memory_to_json
 
 if TYPE_CHECKING:
@@ -66,16 +78,41 @@ STATE_TTL_S: Final = 86_400
 _INSTALL = 'RedisTier needs the redis client library: pip install "memstack[redis]"'
 _CLEAR_ATTEMPTS = 16
 
-# KEYS = recent, memories, expiry, index, state (see BucketKeys); ARGV[1] = the bucket.
-# A script calls run_id() before any write: it then replicates its writes (the run_id as
-# written), never itself, which an AOF or a replica would run again on another server
-# (Redis 5 and 6 do so by default, 7 always).
-_BUCKET_LUA = f"""
+# A script calls run_id() or generation() before any write: it then replicates its writes
+# (the run_id and token as written), never itself, which an AOF or a replica would run
+# again on another server (Redis 5 and 6 do so by default, 7 always). generation(key,
+# writes) returns the tenant's generation (stm_generation): its token, made here when the
+# key is missing, and its count of writes, counting this call when it writes.
+_GENERATION_LUA = f"""
 local function run_id()
   redis.replicate_commands()
   local info = redis.call('INFO', 'server')
   return string.match(info, 'run_id:(%x+)') or error('INFO server shows no run_id')
 end
+local function generation(key, writes)
+  redis.replicate_commands()
+  local token = redis.call('HGET', key, 'token')
+  if not token then
+    local now = redis.call('TIME')
+    token = run_id() .. '.' .. now[1] .. '.' .. now[2]
+    redis.call('HSET', key, 'token', token)
+  end
+  local count
+  if writes then
+    count = redis.call('HINCRBY', key, 'count', 1)
+  else
+    count = tonumber(redis.call('HGET', key, 'count') or '0')
+  end
+  redis.call('EXPIRE', key, {STATE_TTL_S})
+  return token, count
+end
+"""
+
+# KEYS = recent, memories, expiry, index, state, generation (see BucketKeys); ARGV[1] =
+# the bucket.
+_BUCKET_LUA = (
+    _GENERATION_LUA
+    + f"""
 local function bump()
   redis.call('HINCRBY', KEYS[5], 'version', 1)
   redis.call('EXPIRE', KEYS[5], {STATE_TTL_S})
@@ -122,11 +159,14 @@ local function reindex()
   end
 end
 """
+)
 
-# ARGV: bucket, max_entries, id, updated_at, json, expires_at or ''.
+# ARGV: bucket, max_entries, id, updated_at, json, expires_at or ''. Every script returns
+# the generation's token and count first.
 _PUT = (
     _BUCKET_LUA
     + """
+local token, count = generation(KEYS[6], true)
 store(ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[2])
 if excess > 0 then
@@ -134,7 +174,7 @@ if excess > 0 then
 end
 bump()
 reindex()
-return excess
+return {token, count, excess}
 """
 )
 
@@ -145,6 +185,7 @@ _READ = (
     _BUCKET_LUA
     + """
 local server = run_id()
+local token, count = generation(KEYS[6], false)
 local before = redis.call('ZCARD', KEYS[1])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[2])
 drop(expired)
@@ -157,7 +198,7 @@ local epoch = state[1] or ''
 if state[3] ~= server then
   epoch = ''
 end
-local out = {epoch, server .. ':' .. (state[2] or '0')}
+local out = {token, count, epoch, server .. ':' .. (state[2] or '0')}
 for _, id in ipairs(ends(tonumber(ARGV[3]), false)) do
   out[#out + 1] = redis.call('HGET', KEYS[2], id)
 end
@@ -169,6 +210,7 @@ return out
 _REMOVE = (
     _BUCKET_LUA
     + """
+local token, count = generation(KEYS[6], true)
 local before = redis.call('ZCARD', KEYS[1])
 local removed = 0
 for i = 3, #ARGV do
@@ -181,7 +223,7 @@ if removed > 0 and before >= tonumber(ARGV[2]) then
   redis.call('HDEL', KEYS[5], 'epoch')
 end
 reindex()
-return removed
+return {token, count, removed}
 """
 )
 
@@ -191,9 +233,10 @@ _REPLACE = (
     _BUCKET_LUA
     + """
 local server = run_id()
+local token, count = generation(KEYS[6], true)
 local version = server .. ':' .. (redis.call('HGET', KEYS[5], 'version') or '0')
 if ARGV[3] ~= '' and version ~= ARGV[3] then
-  return 0
+  return {token, count, 0}
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 for i = 4, #ARGV, 4 do
@@ -206,22 +249,41 @@ else
   redis.call('HSET', KEYS[5], 'epoch', ARGV[2], 'run', server)
 end
 reindex()
-return 1
+return {token, count, 1}
 """
 )
 
-# KEYS: the tenant's index, then (recent, memories, expiry, state) per bucket; ARGV: the
-# buckets read from the index. Returns -1 (the caller retries) if the index changed since.
-_CLEAR_TENANT = """
-if redis.call('SCARD', KEYS[1]) ~= #ARGV then return -1 end
+# KEYS: the tenant's generation, its index, then (recent, memories, expiry, state) per
+# bucket; ARGV: the buckets read from the index. Returns the generation, then how many
+# entries were cleared, or -1 (the caller retries) if the index changed since.
+_CLEAR_TENANT = (
+    _GENERATION_LUA
+    + """
+local same = redis.call('SCARD', KEYS[2]) == #ARGV
 for _, bucket in ipairs(ARGV) do
-  if redis.call('SISMEMBER', KEYS[1], bucket) == 0 then return -1 end
+  same = same and redis.call('SISMEMBER', KEYS[2], bucket) == 1
 end
-local count = 0
-for i = 2, #KEYS, 4 do count = count + redis.call('ZCARD', KEYS[i]) end
-for _, key in ipairs(KEYS) do redis.call('DEL', key) end
-return count
+local token, count = generation(KEYS[1], same)
+if not same then return {token, count, -1} end
+local cleared = 0
+for i = 3, #KEYS, 4 do cleared = cleared + redis.call('ZCARD', KEYS[i]) end
+for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
+return {token, count, cleared}
 """
+)
+
+# KEYS: the tenant's generation; ARGV: the token found older. Gives the tenant a new token
+# unless another call already did; returns the generation.
+_RENEW = (
+    _GENERATION_LUA
+    + """
+if redis.call('HGET', KEYS[1], 'token') == ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'token')
+end
+local token, count = generation(KEYS[1], false)
+return {token, count}
+"""
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,10 +293,11 @@ class BucketKeys:
     expiry: str
     index: str
     state: str
+    generation: str
 
     def all(self) -> list[str]:
         """In the order the bucket scripts take them."""
-        return [self.recent, self.memories, self.expiry, self.index, self.state]
+        return [self.recent, self.memories, self.expiry, self.index, self.state, self.generation]
 
     def own(self) -> list[str]:
         """The bucket's own keys (all but the tenant's index)."""
@@ -253,6 +316,9 @@ class KeyLayout:
     def index(self, tenant: str) -> str:
         return f"{self.tenant(tenant)}:buckets"
 
+    def generation(self, tenant: str) -> str:
+        return f"{self.tenant(tenant)}:generation"
+
     def bucket(self, tenant: str, bucket: str) -> BucketKeys:
         base = f"{self.tenant(tenant)}:{_encode(bucket)}"
         return BucketKeys(
@@ -261,6 +327,7 @@ class KeyLayout:
             expiry=f"{base}:expiry",
             index=self.index(tenant),
             state=f"{base}:state",
+            generation=self.generation(tenant),
         )
 
 
@@ -304,6 +371,8 @@ class RedisTier:
         self._remove = client.register_script(_REMOVE)
         self._replace = client.register_script(_REPLACE)
         self._clear = client.register_script(_CLEAR_TENANT)
+        self._renew = client.register_script(_RENEW)
+        self._generations = GenerationWatch()
 
     @classmethod
     def from_url(
@@ -346,8 +415,7 @@ class RedisTier:
     def put(self, memory: Memory) -> None:
         keys = self.keys.bucket(memory.tenant, memory.bucket)
         args = [memory.bucket, self.max_entries, *_entry(memory)]
-        with self._calling("store a memory"):
-            self._put(keys=keys.all(), args=args)
+        self._run(memory.tenant, "store a memory", self._put, keys.all(), args)
 
     def recent(
         self, tenant: str, bucket: str, *, now: float, limit: int | None = None
@@ -358,8 +426,9 @@ class RedisTier:
         count = check_limit(limit, self.max_entries)
         keys = self.keys.bucket(tenant, bucket)
         args: list[str | int] = [bucket, repr(float(now)), count, self.max_entries]
-        with self._calling("read recent memories"):
-            epoch, version, *rows = self._read(keys=keys.all(), args=args)
+        epoch, version, *rows = self._run(
+            tenant, "read recent memories", self._read, keys.all(), args
+        )
         return BucketRead(
             memories=[self._decode(row, keys.memories) for row in rows],
             epoch=_text(epoch) or None,
@@ -370,8 +439,9 @@ class RedisTier:
         if not ids:
             return 0
         keys = self.keys.bucket(tenant, bucket)
-        with self._calling("remove memories"):
-            return int(self._remove(keys=keys.all(), args=[bucket, self.max_entries, *ids]))
+        args = [bucket, self.max_entries, *ids]
+        (removed,) = self._run(tenant, "remove memories", self._remove, keys.all(), args)
+        return int(removed)
 
     def replace(
         self,
@@ -387,24 +457,33 @@ class RedisTier:
         args: list[str | float] = [bucket, check_epoch(epoch) or "", check_version(if_version)]
         for memory in kept:
             args.extend(_entry(memory))
-        with self._calling("replace a bucket"):
-            return bool(self._replace(keys=keys.all(), args=args))
+        (replaced,) = self._run(tenant, "replace a bucket", self._replace, keys.all(), args)
+        return bool(replaced)
 
     def clear_tenant(self, tenant: str) -> int:
         index = self.keys.index(tenant)
-        with self._calling("clear a tenant"):
-            for _ in range(_CLEAR_ATTEMPTS):
+        for _ in range(_CLEAR_ATTEMPTS):
+            with self._calling("clear a tenant"):
                 buckets = [_text(b) for b in self._client.smembers(index)]
-                keys = [index]
-                for bucket in buckets:
-                    keys.extend(self.keys.bucket(tenant, bucket).own())
-                cleared = int(self._clear(keys=keys, args=buckets))
-                if cleared >= 0:
-                    return cleared
+            keys = [self.keys.generation(tenant), index]
+            for bucket in buckets:
+                keys.extend(self.keys.bucket(tenant, bucket).own())
+            (cleared,) = self._run(tenant, "clear a tenant", self._clear, keys, buckets)
+            if int(cleared) >= 0:
+                return int(cleared)
         raise StoreUnavailable(
             f"Redis at {self._where}: tenant {tenant!r} kept gaining buckets while being "
             f"cleared ({_CLEAR_ATTEMPTS} attempts); stop its writers and retry."
         )
+
+    def forget_tenant(self, tenant: str) -> int:
+        """``clear_tenant``, and the tenant's generation too: for a tenant never to be
+        written again (a benchmark's throwaway tenant), which then leaves no key."""
+        cleared = self.clear_tenant(tenant)
+        with self._calling("forget a tenant"):
+            self._client.delete(self.keys.generation(tenant))
+        self._generations.forget(tenant)
+        return cleared
 
     def ping(self) -> None:
         with self._calling("answer PING"):
@@ -416,6 +495,34 @@ class RedisTier:
         self._closed = True
         if self._owns_client:
             self._client.close()
+
+    def _run(
+        self, tenant: str, action: str, script: Any, keys: list[str], args: Sequence[object]
+    ) -> list[Any]:
+        """Run a script of the tenant's; its answer after the generation it returns
+        first. ``StoreUnavailable`` when that generation shows the dataset is not the one
+        this tier last saw (``stm_generation``): the write, if any, went into an older
+        dataset, and every bucket filled before may be old."""
+        before = self._generations.before(tenant)
+        with self._calling(action):
+            reply: list[Any] = script(keys=keys, args=args)
+        seen = Generation(_text(reply[0]), int(reply[1]))
+        verdict = self._generations.after(tenant, before, seen)
+        if verdict == "same":
+            return reply[2:]
+        if verdict == "older":
+            key = self.keys.generation(tenant)
+            with self._calling("renew a generation"):
+                token, count = self._renew(keys=[key], args=[seen.token])
+            self._generations.adopt(tenant, Generation(_text(token), int(count)))
+        assert before is not None  # a first answer is always "same"
+        raise StoreUnavailable(
+            f"the short-term tier's Redis at {self._where} answered for tenant {tenant!r} "
+            f"from another dataset than the one this process last saw (generation "
+            f"{before.token}:{before.count}, now {seen.token}:{seen.count}: reloaded, "
+            "flushed or failed over without a restart); its buckets are filled again "
+            "from the long-term tier."
+        )
 
     @contextmanager
     def _calling(self, action: str) -> Iterator[None]:

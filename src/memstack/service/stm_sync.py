@@ -45,10 +45,15 @@ or erased memory, from the first read after it, whether or not any process saw R
 fail: every bucket it holds is cold until filled again from the long-term tier. So an
 erasure (``delete``, ``delete_many``) holds through every restart. What remains: a
 process cut off from a Redis that keeps running (a partition) bumps the epoch for the
-writes it missed, and the others see the bump within ``epoch_ttl``; and data replaced
-inside a running server (``DEBUG RELOAD NOSAVE``, ``RESTORE`` of old keys) or evicted
-piecemeal (``maxmemory-policy allkeys-*``; ``volatile-*`` evicts only state keys, which
-leaves buckets cold) goes unseen.
+writes it missed, and the others see the bump within ``epoch_ttl``. A dataset sent back
+in time inside a running server (``DEBUG RELOAD`` of an older snapshot, a failover to a
+lagging replica behind one address) is reported by ``RedisTier`` as a failure once, by
+the tenant's generation, to the first process that wrote after the point it went back to
+and then to every other: a process that saw nothing newer serves the older buckets until
+that first process calls for a tenant it wrote to after that point and the bump
+reaches it
+(``epoch_ttl``). Data replaced piecemeal (``RESTORE`` of old keys, ``maxmemory-policy
+allkeys-*``; ``volatile-*`` evicts only state keys, which leaves buckets cold) goes unseen.
 """
 
 from __future__ import annotations
