@@ -136,17 +136,18 @@ async def test_a_walk_by_cursor_goes_deeper_than_any_offset_and_every_offset_ans
     walk's slice from there."""
     await seed(service, memories(10_560) + memories(60, agent="ops", scope="global", start=20_000))
     agents: list[dict[str, Any]] = [{}, {"agent_id": "bot"}]  # two buckets merged; one
+    walked: list[list[str]] = []
     for filters, count in zip(agents, (10_620, 10_560), strict=True):
         found = await walk(service, **filters)
         total = (await service.list(ACME, limit=1, **filters)).total
         assert total == count and len(found) == count
         assert len({m.id for m in found}) == count and in_listing_order(found)
+        walked.append([m.id for m in found])
     every = await walk(service, include_superseded=True)
     assert len(every) == 10_620 + 528 + 3  # each 20th memory has a closed version
     assert in_listing_order(every)
     assert len({(m.id, m.starts) for m in every}) == len(every)
-    for query in agents:
-        ids = [m.id for m in await walk(service, **query)]
+    for query, ids in zip(agents, walked, strict=True):
         cursor_at = 123  # a page that starts after ids[123]
         cursor = (await service.list(ACME, limit=cursor_at + 1, **query)).next_cursor
         for limit in (1, MAX_LIST_LIMIT):
