@@ -745,6 +745,23 @@ class PostgresBackend:
         self._builds.want(namespace, info.dim, retry=True)
         return False
 
+    def index_serves(self, namespace: str) -> bool:
+        """Whether the namespace's vector searches go through its approximate index now,
+        or need none (at most ``exact_limit`` rows, or too many dimensions): read only,
+        it asks for no build and analyzes nothing (``ready`` does)."""
+        with self._connection() as conn:
+            info = self._info(conn, namespace)
+            if info is None or info.dim > ann.MAX_DIM:
+                return True
+            clause = "r.namespace = %s AND r.dim = %s"
+            row = conn.execute(
+                q.rows_sql(self._schema, clause, self._exact_limit + 1), (namespace, info.dim)
+            ).fetchone()
+            if row is None or int(row[0]) <= self._exact_limit:
+                return True
+            found = ann.found_indexes(conn, self._schema, namespace)
+        return any(f.valid and f.dim == info.dim for f in found)
+
     def namespace_info(self, namespace: str) -> NamespaceInfo | None:
         with self._connection() as conn:
             return self._info(conn, namespace)
