@@ -100,6 +100,11 @@ POOL = 40
 """Candidates an index search re-ranks exactly, at least (2k for a larger k)."""
 _SIZES_KEPT = 100_000
 """At most this many namespaces' sizes are kept, so the memo's memory is bounded."""
+BULK_ROWS = 100
+"""A write that adds at least this many rows with vectors to a namespace is a bulk write:
+it returns once the namespace is ready (``_settle``). A namespace that as many rows reach
+through this store's smaller writes has the same done in the background instead, so no
+single small write waits for a build."""
 WORD_CANDIDATES = 100
 """At most this many rows per query word are ranked in a namespace past
 ``keyword_exact_limit``. On a large LoCoMo-like namespace the top 10 held as many
@@ -171,6 +176,9 @@ class PostgresBackend:
         self._indexes: dict[str, tuple[ann.Found | None, float]] = {}
         """Namespace -> (its valid index, monotonic time looked up)."""
         self._builds = ann.Builds(self._reconcile)
+        self._added: dict[str, int] = {}
+        """Namespace -> rows with vectors this store's smaller writes added since its last
+        ``_settle`` (fewer than ``BULK_ROWS``)."""
         self._owns_pool = isinstance(conninfo_or_pool, str)
         if isinstance(conninfo_or_pool, str):
             self._pool: ConnectionPool[Any] = ConnectionPool(
@@ -264,7 +272,72 @@ class PostgresBackend:
             shrunk = {ns for ns, _ in batch.deletes} | set(evicted)
             self._forget_empty(conn, shrunk)
         self._resized({r.namespace for r in rows}, shrunk)
+        self._settle_added(rows)
         return WriteResult(deleted=deleted, evicted=evicted)
+
+    def _settle_added(self, rows: Sequence[Record]) -> None:
+        """``_settle`` each namespace that this write gave ``BULK_ROWS`` rows (before it
+        returns), or that this store's writes did since it was last settled (in the
+        background)."""
+        added: dict[str, tuple[int, int | None]] = {}
+        for record in rows:
+            count, dim = added.get(record.namespace, (0, None))
+            if record.embedding is not None:
+                dim = int(record.embedding.shape[0])
+            added[record.namespace] = (count + 1, dim)
+        for namespace, (count, dim) in added.items():
+            seen = self._added.pop(namespace, 0) + count
+            if count >= BULK_ROWS or (seen >= BULK_ROWS and dim is not None):
+                self._settle(namespace, dim, wait=count >= BULK_ROWS)
+                continue
+            if len(self._added) >= _SIZES_KEPT:
+                self._added.clear()
+            self._added[namespace] = seen
+
+    def _settle(self, namespace: str, dim: int | None, *, wait: bool) -> None:
+        """Make the namespace ready after a bulk write, as ``ready`` does but reading only
+        the catalog: analyze the table when autovacuum would (``_analyze_stale``), and
+        give the namespace, past ``exact_limit`` rows, an index that fits them (by the
+        index's row count, which the analysis refreshed). With ``wait`` the build runs
+        here, after the commit (after another process's build of it, if one runs); else in
+        the background. The write has committed: a failure is kept for ``ready`` to
+        raise (and the build asked again by searches), never raised as the write's."""
+        try:
+            with self._connection() as conn:
+                if wait:
+                    self._analyze_stale(conn)
+                if dim is None or dim > ann.MAX_DIM:
+                    return
+                clause = "r.namespace = %s AND r.dim = %s"
+                sql = q.rows_sql(self._schema, clause, self._exact_limit + 1)
+                row = conn.execute(sql, (namespace, dim)).fetchone()
+                if row is None or int(row[0]) <= self._exact_limit:
+                    return
+                found = ann.found_indexes(conn, self._schema, namespace)
+            if any(f.valid and f.dim == dim and not ann.due(f.lists, f.rows) for f in found):
+                return
+            if wait:
+                self._reconcile(namespace, dim, threading.Event(), wait=True)
+            else:
+                self._builds.want(namespace, dim)
+        except Exception as exc:
+            self._builds.failures[namespace] = (exc, time.monotonic())
+
+    def _analyze_stale(self, conn: psycopg.Connection[Any]) -> None:
+        """``ANALYZE`` the records table when autovacuum's rule says its statistics are
+        stale (more rows changed since the last analysis than ``_stale`` allows), now
+        rather than within autovacuum's minute: until then a namespace a bulk write made
+        large is planned as a small one, and its keyword searches read the whole
+        namespace. Skipped while another maintenance (an index build) holds the table."""
+        table = f"{self._schema}.records"
+        row = conn.execute(
+            "SELECT c.reltuples, coalesce(s.n_mod_since_analyze, 0) FROM pg_class c"
+            " LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid"
+            " WHERE c.oid = to_regclass(%s)",
+            (table,),
+        ).fetchone()
+        if row is not None and _stale_after(float(row[0]), int(row[1])):
+            conn.execute(f"ANALYZE (SKIP_LOCKED) {table}")
 
     def _stamps(
         self, conn: psycopg.Connection[Any], batch: WriteBatch
@@ -382,10 +455,18 @@ class PostgresBackend:
                 (new, old),
             )
             indexed = ann.found_indexes(conn, self._schema, old)
+            info = self._info(conn, new)
         self._resized((), {old, new})
         if indexed:  # an index names its namespace: the old one's go, the new one's is built
             self._reconcile(old, indexed[0].dim, threading.Event())
+        self._settle_moved(new, moved, info)
         return moved
+
+    def _settle_moved(self, namespace: str, moved: int, info: NamespaceInfo | None) -> None:
+        """A rename or swap that moved ``BULK_ROWS`` rows into ``namespace`` is a bulk
+        write to it: ``_settle`` before returning."""
+        if moved >= BULK_ROWS:
+            self._settle(namespace, None if info is None else info.dim, wait=True)
 
     def replace_namespace(self, copy: str, namespace: str) -> int:
         """The check and the swap under a table lock that lets readers on and holds every
@@ -408,9 +489,11 @@ class PostgresBackend:
             conn.execute(
                 f"UPDATE {info} SET namespace = %s WHERE namespace = %s", (namespace, copy)
             )
+            swapped = self._info(conn, namespace)
         self._resized((), {copy, namespace})
         for name, dim in indexed:  # each index names its namespace: the stale ones go
             self._reconcile(name, dim, threading.Event())
+        self._settle_moved(namespace, moved, swapped)
         return moved
 
     def _held(self, conn: psycopg.Connection[Any], namespace: str) -> dict[str, Stamp]:
@@ -558,17 +641,23 @@ class PostgresBackend:
             self._builds.want(namespace, dim)
         return index
 
-    def _reconcile(self, namespace: str, dim: int, stopped: threading.Event) -> None:
+    def _reconcile(
+        self, namespace: str, dim: int, stopped: threading.Event, *, wait: bool = False
+    ) -> None:
         """Give the namespace the index its rows call for, on a connection of its own
         outside any transaction (``CONCURRENTLY``): build one when it has more than
         ``exact_limit`` rows of ``dim`` and no valid index that fits them, then drop every
-        other index of it. Only one process at a time: the others skip it."""
+        other index of it. Only one process at a time: the others skip it, or with
+        ``wait`` wait for it and then look again (``close`` then cancels nothing here)."""
         table = f"{self._schema}.records"
         key = (f"{self._schema}.{namespace}", ann.BUILD_KEY)
-        with self._maintenance() as conn:
-            row = conn.execute(
-                "SELECT pg_try_advisory_lock(hashtextextended(%s, %s))", key
-            ).fetchone()
+        with self._maintenance(cancellable=not wait) as conn:
+            lock = (
+                "SELECT true FROM pg_advisory_lock(hashtextextended(%s, %s))"
+                if wait
+                else "SELECT pg_try_advisory_lock(hashtextextended(%s, %s))"
+            )
+            row = conn.execute(lock, key).fetchone()
             if not (row and row[0]):
                 return
             try:
@@ -606,18 +695,20 @@ class PostgresBackend:
         return name
 
     @contextmanager
-    def _maintenance(self) -> Iterator[psycopg.Connection[Any]]:
+    def _maintenance(self, *, cancellable: bool = True) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection in autocommit mode (``CREATE INDEX CONCURRENTLY`` runs
-        outside transactions), which ``close`` can cancel."""
+        outside transactions), which ``close`` can cancel if ``cancellable``."""
         self._open()
         with self._translated(self._pool.timeout):
             conn = self._pool.getconn(self._pool.timeout)
             try:
                 conn.autocommit = True
-                self._builds.cancel = conn.cancel_safe
+                if cancellable:
+                    self._builds.cancel = conn.cancel_safe
                 yield conn
             finally:
-                self._builds.cancel = None
+                if cancellable:
+                    self._builds.cancel = None
                 with contextlib.suppress(Exception):  # a broken one: the pool replaces it
                     conn.autocommit = False
                 self._pool.putconn(conn)
@@ -946,6 +1037,12 @@ def _locked(batch: WriteBatch) -> builtins.list[str]:
 def _stale(planned: float, rows: int) -> bool:
     """Whether the planner's row count (-1: never analyzed) is too far from ``rows``."""
     return planned < 0 or abs(rows - planned) > _STALE_ROWS + _STALE_SHARE * rows
+
+
+def _stale_after(planned: float, changed: int) -> bool:
+    """Whether statistics of ``planned`` rows (-1: never analyzed) are stale after
+    ``changed`` rows were written or deleted: autovacuum's analyze threshold."""
+    return planned < 0 or changed > _STALE_ROWS + _STALE_SHARE * planned
 
 
 def _ranked(rows: Sequence[Any]) -> builtins.list[Ranked]:
