@@ -778,3 +778,25 @@ def test_renaming_a_large_namespace_builds_the_new_names_index_before_returning(
     (definition,) = _indexes(postgres_url, pg_schema).values()
     assert "(namespace = 'new'::text)" in definition
     store.close()
+
+
+def test_an_index_another_process_built_is_used_soon_after(
+    postgres_url: str,
+    pg_schema: str,
+    plans: tuple[ConnectionPool[Any], list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool, seen = plans
+    searcher = _store(pool, pg_schema, exact_limit=100)
+    loader = _store(postgres_url, pg_schema, exact_limit=50_000)  # builds nothing
+    rows, query = _unit_rows(600, 8, seed=28), _unit_rows(1, 8, seed=29)[0]
+    loader.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
+    monkeypatch.setattr(searcher.backend._builds, "want", lambda *a, **k: None)
+    assert not _searched_through_index(searcher, seen, query)  # none yet: exact
+    builder = _store(postgres_url, pg_schema, exact_limit=100)
+    assert builder.rename_namespace("ns", "tmp") == 600  # a bulk move builds tmp's index
+    assert builder.rename_namespace("tmp", "ns") == 600  # and back: ns's
+    monkeypatch.setattr(pg, "MISSING_TTL_S", 0.0)
+    assert _searched_through_index(searcher, seen, query)  # though sizes are kept 30 s
+    for store in (searcher, loader, builder):
+        store.close()

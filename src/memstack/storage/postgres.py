@@ -93,6 +93,10 @@ through the index, full or capped keyword ranking) before they are read again. C
 reads the rows' pages, a sizeable share of a large namespace's recall if done on every
 one. A stale size costs speed only: both paths return the same kind of answer (an
 index search that finds fewer than k rows is redone exactly)."""
+MISSING_TTL_S = 1.0
+"""How long a large namespace found without a valid index is ranked exactly before the
+catalog is read again (one small query): another process's bulk write may have just
+built it, and until it is seen every search scans the namespace."""
 _COUNTED = 10_000
 """A namespace's rows are counted at least this far (at most once per ``SIZE_TTL_S``,
 as counting reads pages); past it its index's ``reltuples`` tells its size."""
@@ -629,7 +633,8 @@ class PostgresBackend:
         if dim > ann.MAX_DIM or size <= self._exact_limit:
             return None
         known = self._indexes.get(namespace)
-        if known is not None and time.monotonic() - known[1] < SIZE_TTL_S:
+        ttl = SIZE_TTL_S if known is not None and known[0] is not None else MISSING_TTL_S
+        if known is not None and time.monotonic() - known[1] < ttl:
             index = known[0]
         else:
             found = [f for f in ann.found_indexes(conn, self._schema, namespace) if f.valid]
