@@ -791,7 +791,9 @@ def test_an_index_another_process_built_is_used_soon_after(
     loader = _store(postgres_url, pg_schema, exact_limit=50_000)  # builds nothing
     rows, query = _unit_rows(600, 8, seed=28), _unit_rows(1, 8, seed=29)[0]
     loader.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
-    monkeypatch.setattr(searcher.backend._builds, "want", lambda *a, **k: None)
+    backend = searcher.backend
+    assert isinstance(backend, pg.PostgresBackend)
+    monkeypatch.setattr(backend._builds, "want", lambda *a, **k: None)
     assert not _searched_through_index(searcher, seen, query)  # none yet: exact
     builder = _store(postgres_url, pg_schema, exact_limit=100)
     assert builder.rename_namespace("ns", "tmp") == 600  # a bulk move builds tmp's index

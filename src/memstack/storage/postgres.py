@@ -13,10 +13,11 @@ naming the extra to install.
 - Vectors: cosine with pgvector's ``<=>`` (score = 1 - distance). A namespace of at most
   ``exact_limit`` rows is ranked whole, exactly (a 100-row namespace of a million-row
   table: a btree walk and 100 distances); a larger one through an IVFFlat index of its
-  own, built in the background after its rows are in (``_postgres_ann``), with
-  ``ivfflat.probes`` for its lists and an iterative scan (``relaxed_order``), so filters
-  still yield k rows, its candidates re-ranked exactly. Until its index is built, or
-  should it yield fewer rows than asked, the exact scan runs. The namespace's size is
+  own (``_postgres_ann``), built before a bulk write into it returns (smaller writes and
+  searches ask for it in the background), with ``ivfflat.probes`` for its lists and an
+  iterative scan (``relaxed_order``), so filters still yield k rows, its candidates
+  re-ranked exactly. Until its index is built, or should it yield fewer rows than asked,
+  the exact scan runs. The namespace's size is
   counted (no further than the thresholds) once per ``SIZE_TTL_S`` and after the store's
   own writes changed it; its index is looked up as often.
 - Writes: a batch is one statement whatever its size (``_postgres_query.upsert_sql``).
