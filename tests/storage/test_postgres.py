@@ -309,12 +309,12 @@ def test_deleting_or_renaming_a_namespace_drops_its_index(
     store.delete_namespace("gone")
     assert store.backend.rename_namespace("moved", "there") == 400
     deadline = time.monotonic() + 30
-    while _indexes(postgres_url, pg_schema):
+    while len(_indexes(postgres_url, pg_schema)) != 1:
         assert time.monotonic() < deadline, "the indexes of names without rows stay"
         time.sleep(0.05)
-    _ready(store, "there")
-    (definition,) = _indexes(postgres_url, pg_schema).values()
+    (definition,) = _indexes(postgres_url, pg_schema).values()  # built by the rename
     assert "(namespace = 'there'::text)" in definition
+    assert store.ready("there")
     store.close()
 
 
@@ -802,3 +802,21 @@ def test_an_index_another_process_built_is_used_soon_after(
     assert _searched_through_index(searcher, seen, query)  # though sizes are kept 30 s
     for store in (searcher, loader, builder):
         store.close()
+
+
+def test_a_bulk_write_past_a_fourfold_growth_is_served_by_the_old_index_while_rebuilt(
+    postgres_url: str, pg_schema: str
+) -> None:
+    store = _store(postgres_url, pg_schema, exact_limit=100)
+    backend = store.backend
+    assert isinstance(backend, pg.PostgresBackend)
+    rows = _unit_rows(2200, 8, seed=30)
+    store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows[:200])])
+    assert [n.rsplit("_", 1)[1] for n in _indexes(postgres_url, pg_schema)] == ["14"]
+    store.upsert([rec(f"r{i}", embedding=rows[i]) for i in range(200, 2200)])
+    assert backend.index_serves("ns")  # by the old index, or already by its successor
+    deadline = time.monotonic() + 60
+    while [n.rsplit("_", 1)[1] for n in _indexes(postgres_url, pg_schema)] != ["47"]:
+        assert time.monotonic() < deadline, "the index that no longer fits was not rebuilt"
+        time.sleep(0.05)
+    store.close()
