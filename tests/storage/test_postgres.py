@@ -21,7 +21,9 @@ from psycopg_pool import ConnectionPool
 import memstack.storage._postgres_ann as ann
 import memstack.storage.postgres as pg
 from memstack.clock import ManualClock
+from memstack.embeddings import HashEmbedder
 from memstack.errors import ConfigError, StoreUnavailable
+from memstack.longterm import Candidate, Collection, LongTermMemory
 from memstack.storage import Filter, PostgresRecordStore, Record
 from memstack.storage._postgres_schema import MIGRATIONS
 from tests.storage.records import ids, rec
@@ -819,4 +821,22 @@ def test_a_bulk_write_past_a_fourfold_growth_is_served_by_the_old_index_while_re
     while [n.rsplit("_", 1)[1] for n in _indexes(postgres_url, pg_schema)] != ["47"]:
         assert time.monotonic() < deadline, "the index that no longer fits was not rebuilt"
         time.sleep(0.05)
+    store.close()
+
+
+async def test_remember_many_returns_with_the_collections_index_built(
+    postgres_url: str, pg_schema: str
+) -> None:
+    store = _store(postgres_url, pg_schema, exact_limit=100)
+    backend = store.backend
+    assert isinstance(backend, pg.PostgresBackend)
+    collection = Collection(user_id="u", namespace="notes")
+    memory = LongTermMemory(
+        collection=collection, store=store, embedder=HashEmbedder(), max_items=0
+    )
+    texts = [f"note {i}: the user visited city number {i}" for i in range(150)]
+    await memory.remember_many([Candidate(text=t) for t in texts], dedupe=False)
+    assert backend.index_serves(collection.name)
+    (definition,) = _indexes(postgres_url, pg_schema).values()
+    assert "ivfflat" in definition
     store.close()
