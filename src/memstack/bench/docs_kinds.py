@@ -83,6 +83,8 @@ def recall_tables(p: Payload) -> list[str]:
         f"{p['writes']} recalls after writes, seed {p['seed']}; synthesized vectors' "
         f"fidelity {num(p['synth_fidelity'])}; the model takes {num(p['model_rss_mb'])} MB."
     )
+    if p.get("variant"):  # a run kept to compare, made by other code than the command's
+        headline = f"**Variant: {p['variant']}.** {headline}"
     headers: tuple[str, ...] = (
         "store",
         "size",
