@@ -32,6 +32,14 @@ POINT_FIELDS = {
     "vectors_mb",
     "index_wait_s",
     "rss_ratio",
+    "after_load_p50_ms",
+    "after_load_p95_ms",
+    "after_load_floor_p50_ms",
+    "after_load_floor_p95_ms",
+    "after_load_ratio_p50",
+    "after_load_ratio_p95",
+    "after_load_ann_recall_at_10",
+    "index_serves_s",
 }
 
 
@@ -71,12 +79,16 @@ def test_bench_recall_writes_every_field(tmp_path: Path):
             assert point["floor_p95_ms"] >= point["floor_p50_ms"] > 0
             assert point["ratio_p95"] > 0 and point["after_write_ratio_p95"] > 0
             assert point["writes_stored"] == 3 and point["namespaces"] == 1
-            assert point["ann_recall_at_10"] == 1.0
+            assert point["ann_recall_at_10"] == point["after_load_ann_recall_at_10"] == 1.0
+            assert point["after_load_p95_ms"] >= point["after_load_p50_ms"] > 0
+            assert point["after_load_ratio_p95"] > 0
+            assert 0 <= point["index_serves_s"] <= point["index_wait_s"]
             assert point["ingest_per_s"] > 0 and point["rss_mb"] > 0
             in_process = point["rss_mb"] - point["vectors_mb"]
             floor = run["rss_start_mb"] + point["vectors_mb"]
             assert point["rss_ratio"] == pytest.approx(in_process / floor, abs=1e-3)
     assert "floor p95" in result.output and "RSS ratio" in result.output
+    assert "after-load p95" in result.output and "serves s" in result.output
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

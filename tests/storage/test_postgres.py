@@ -21,7 +21,9 @@ from psycopg_pool import ConnectionPool
 import memstack.storage._postgres_ann as ann
 import memstack.storage.postgres as pg
 from memstack.clock import ManualClock
+from memstack.embeddings import HashEmbedder
 from memstack.errors import ConfigError, StoreUnavailable
+from memstack.longterm import Candidate, Collection, LongTermMemory
 from memstack.storage import Filter, PostgresRecordStore, Record
 from memstack.storage._postgres_schema import MIGRATIONS
 from tests.storage.records import ids, rec
@@ -188,9 +190,7 @@ def test_a_big_namespace_is_searched_through_its_own_index_a_small_one_exactly(
     big, small = _unit_rows(2000, 16, seed=1), _unit_rows(50, 16, seed=2)
     store.upsert([rec(f"b{i}", "big", embedding=v) for i, v in enumerate(big)])
     store.upsert([rec(f"s{i}", "small", embedding=v) for i, v in enumerate(small)])
-    assert _indexes(postgres_url, pg_schema) == {}  # none until a namespace is ready or searched
-    _ready(store, "big")
-    assert store.ready("small")
+    assert store.ready("big") and store.ready("small")  # the bulk write built big's index
     (definition,) = _indexes(postgres_url, pg_schema).values()
     assert "ivfflat" in definition and "WITH (lists='45')" in definition
     assert "(namespace = 'big'::text) AND (dim = 16)" in definition
@@ -234,8 +234,10 @@ def test_a_search_asks_for_the_index_and_ranks_exactly_until_it_is_built(
 ) -> None:
     pool, seen = plans
     store = _store(pool, pg_schema, exact_limit=100)
+    loader = _store(postgres_url, pg_schema)  # to which 1,500 rows are a small namespace
     rows = _unit_rows(1500, 8, seed=11)
-    store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
+    loader.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
+    loader.close()
     seen.clear()
     hits = store.vector_ids("ns", rows[0], k=10)  # no index yet: exact, and one is asked for
     assert [i for i, _ in hits] == [f"r{i}" for i in np.argsort(-(rows @ rows[0]))[:10]]
@@ -309,12 +311,12 @@ def test_deleting_or_renaming_a_namespace_drops_its_index(
     store.delete_namespace("gone")
     assert store.backend.rename_namespace("moved", "there") == 400
     deadline = time.monotonic() + 30
-    while _indexes(postgres_url, pg_schema):
+    while len(_indexes(postgres_url, pg_schema)) != 1:
         assert time.monotonic() < deadline, "the indexes of names without rows stay"
         time.sleep(0.05)
-    _ready(store, "there")
-    (definition,) = _indexes(postgres_url, pg_schema).values()
+    (definition,) = _indexes(postgres_url, pg_schema).values()  # built by the rename
     assert "(namespace = 'there'::text)" in definition
+    assert store.ready("there")
     store.close()
 
 
@@ -337,8 +339,10 @@ def test_rows_written_while_the_index_is_built_are_found_through_it(
     pool, seen = plans
     builder = _store(pool, pg_schema, exact_limit=100)
     writer = _store(postgres_url, pg_schema, exact_limit=100)
+    loader = _store(postgres_url, pg_schema, exact_limit=50_000)  # builds nothing
     rows = _unit_rows(20_300, 8, seed=14)
-    builder.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows[:20_000])])
+    loader.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows[:20_000])])
+    loader.close()
     assert not builder.ready("ns")  # the build starts in the background
     for lo in range(20_000, 20_300, 30):  # meanwhile another process writes
         writer.upsert([rec(f"r{i}", embedding=rows[i]) for i in range(lo, lo + 30)])
@@ -452,7 +456,8 @@ def test_ready_after_a_bulk_load_refreshes_the_planner_statistics(
     postgres_url: str, pg_schema: str
 ) -> None:
     store = _store(postgres_url, pg_schema)
-    store.upsert([rec(f"c{i:04d}", "kw", f"note number {i}") for i in range(2000)])
+    for lo in range(0, 2000, pg.BULK_ROWS // 2):  # small writes: none analyzes
+        store.upsert([rec(f"c{i:04d}", "kw", f"note number {i}") for i in range(lo, lo + 50)])
 
     def planned_rows() -> float:
         with psycopg.connect(postgres_url, autocommit=True) as conn:
@@ -621,4 +626,217 @@ def test_the_sizes_kept_are_bounded(
         store.upsert([rec("x", namespace, embedding=[1, 0])])
         assert [i for i, _ in store.vector_ids(namespace, [1, 0], k=1)] == ["x"]
         assert len(backend._sizes) <= 2
+    store.close()
+
+
+# -- bulk writes: the namespace is ready when the write returns -------------------------
+
+
+def _clustered(clusters: int, per: int, dim: int, seed: int) -> tuple[Any, Any]:
+    """``clusters`` unit centres and ``per`` near copies of each: a centre's exact top
+    ``per`` is its own copies, far from every other."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, dim)).astype(np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    rows = np.repeat(centres, per, axis=0)
+    rows += 0.05 * rng.standard_normal(rows.shape).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    return centres, rows
+
+
+def _planned_rows(url: str, schema: str) -> float:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (f"{schema}.records",)
+        ).fetchone()
+    assert row is not None
+    return float(row[0])
+
+
+def test_a_bulk_write_returns_with_the_index_built_analyzed_and_answering_as_exact(
+    postgres_url: str, pg_schema: str, plans: tuple[ConnectionPool[Any], list[str]]
+) -> None:
+    pool, seen = plans
+    store = _store(pool, pg_schema, exact_limit=100)
+    backend = store.backend
+    assert isinstance(backend, pg.PostgresBackend)
+    centres, rows = _clustered(200, 10, 16, seed=21)
+    store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
+    assert backend.index_serves("ns") and store.ready("ns")  # no wait: right after the write
+    (definition,) = _indexes(postgres_url, pg_schema).values()
+    assert "WITH (lists='45')" in definition
+    seen.clear()
+    for centre in centres[:20]:
+        exact = np.argsort(-(rows @ centre), kind="stable")[:10]
+        assert [i for i, _ in store.vector_ids("ns", centre, k=10)] == [f"r{i}" for i in exact]
+    assert sum("Index Scan using records_ivf_" in plan for plan in seen) == 20
+    assert not any("<=> v.q" in plan for plan in seen)  # never the exact scan
+    store.close()
+
+
+def test_a_bulk_write_leaves_the_planner_statistics_fresh(
+    postgres_url: str, pg_schema: str
+) -> None:
+    store = _store(postgres_url, pg_schema)
+    store.upsert([rec(f"c{i:04d}", "kw", f"note number {i}") for i in range(2000)])
+    assert _planned_rows(postgres_url, pg_schema) == 2000  # no ready(), no autovacuum
+    with psycopg.connect(postgres_url) as conn:
+        analyzed = conn.execute(
+            "SELECT most_common_vals::text FROM pg_stats WHERE schemaname = %s"
+            " AND tablename = 'records' AND attname = 'namespace'",
+            (pg_schema,),
+        ).fetchone()
+    assert analyzed == ("{kw}",)  # the planner knows the namespace holds the table
+    store.close()
+
+
+def test_a_load_in_bulk_batches_is_served_by_an_index_after_each(
+    postgres_url: str, pg_schema: str
+) -> None:
+    store = _store(postgres_url, pg_schema, exact_limit=150)
+    backend = store.backend
+    assert isinstance(backend, pg.PostgresBackend)
+    rows = _unit_rows(1000, 8, seed=23)
+    for lo in range(0, 1000, pg.BULK_ROWS):
+        store.upsert([rec(f"r{i}", embedding=rows[i]) for i in range(lo, lo + pg.BULK_ROWS)])
+        assert backend.index_serves("ns")  # exactly up to 150 rows, then by the index
+        assert bool(_indexes(postgres_url, pg_schema)) == (lo + pg.BULK_ROWS > 150)
+    store.close()
+
+
+def test_small_writes_ask_for_the_build_without_a_search(postgres_url: str, pg_schema: str) -> None:
+    store = _store(postgres_url, pg_schema, exact_limit=100)
+    rows = _unit_rows(400, 8, seed=24)
+    for lo in range(0, 400, 20):  # each write under BULK_ROWS: none waits for a build
+        store.upsert([rec(f"r{i}", embedding=rows[i]) for i in range(lo, lo + 20)])
+    deadline = time.monotonic() + 60
+    while not _indexes(postgres_url, pg_schema):  # no search, no ready(): the writes asked
+        assert time.monotonic() < deadline, "no build was asked for"
+        time.sleep(0.05)
+    store.close()
+
+
+def test_a_bulk_write_waits_for_another_process_building_the_index(
+    postgres_url: str, pg_schema: str
+) -> None:
+    store = _store(postgres_url, pg_schema, exact_limit=100)
+    backend = store.backend
+    assert isinstance(backend, pg.PostgresBackend)
+    rows = _unit_rows(1000, 8, seed=25)
+    key = (f'"{pg_schema}".ns', ann.BUILD_KEY)
+    with psycopg.connect(postgres_url, autocommit=True) as other:  # as another build would
+        other.execute("SELECT pg_advisory_lock(hashtextextended(%s, %s))", key)
+        writer = threading.Thread(
+            target=store.upsert, args=([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)],)
+        )
+        writer.start()
+        deadline = time.monotonic() + 30
+        while not other.execute(
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        ).fetchone():
+            assert time.monotonic() < deadline, "the write did not wait for the build lock"
+            time.sleep(0.02)
+        assert writer.is_alive() and not _indexes(postgres_url, pg_schema)
+        other.execute("SELECT pg_advisory_unlock(hashtextextended(%s, %s))", key)
+    writer.join(60)
+    assert not writer.is_alive()
+    assert backend.index_serves("ns") and store.count("ns") == 1000
+    store.close()
+
+
+def test_a_failed_build_fails_no_write_and_ready_says_why(
+    postgres_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(postgres_url, pg_schema, exact_limit=100)
+    backend = store.backend
+    assert isinstance(backend, pg.PostgresBackend)
+
+    def fail(*args: object) -> str:
+        raise psycopg.errors.ProgramLimitExceeded("memory required is 9000 MB")
+
+    monkeypatch.setattr(backend, "_build", fail)
+    rows = _unit_rows(300, 8, seed=26)
+    store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
+    assert store.count("ns") == 300
+    with pytest.raises(StoreUnavailable, match="9000 MB"):
+        store.ready("ns")
+    store.close()
+
+
+def test_renaming_a_large_namespace_builds_the_new_names_index_before_returning(
+    postgres_url: str, pg_schema: str
+) -> None:
+    loader = _store(postgres_url, pg_schema, exact_limit=50_000)  # builds nothing
+    rows = _unit_rows(600, 8, seed=27)
+    loader.upsert([rec(f"r{i}", "old", embedding=v) for i, v in enumerate(rows)])
+    loader.close()
+    store = _store(postgres_url, pg_schema, exact_limit=100)
+    backend = store.backend
+    assert isinstance(backend, pg.PostgresBackend)
+    assert not backend.index_serves("old")
+    assert not _indexes(postgres_url, pg_schema)  # index_serves only reads
+    assert store.rename_namespace("old", "new") == 600
+    assert backend.index_serves("new")
+    (definition,) = _indexes(postgres_url, pg_schema).values()
+    assert "(namespace = 'new'::text)" in definition
+    store.close()
+
+
+def test_an_index_another_process_built_is_used_soon_after(
+    postgres_url: str,
+    pg_schema: str,
+    plans: tuple[ConnectionPool[Any], list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool, seen = plans
+    searcher = _store(pool, pg_schema, exact_limit=100)
+    loader = _store(postgres_url, pg_schema, exact_limit=50_000)  # builds nothing
+    rows, query = _unit_rows(600, 8, seed=28), _unit_rows(1, 8, seed=29)[0]
+    loader.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows)])
+    backend = searcher.backend
+    assert isinstance(backend, pg.PostgresBackend)
+    monkeypatch.setattr(backend._builds, "want", lambda *a, **k: None)
+    assert not _searched_through_index(searcher, seen, query)  # none yet: exact
+    builder = _store(postgres_url, pg_schema, exact_limit=100)
+    assert builder.rename_namespace("ns", "tmp") == 600  # a bulk move builds tmp's index
+    assert builder.rename_namespace("tmp", "ns") == 600  # and back: ns's
+    monkeypatch.setattr(pg, "MISSING_TTL_S", 0.0)
+    assert _searched_through_index(searcher, seen, query)  # though sizes are kept 30 s
+    for store in (searcher, loader, builder):
+        store.close()
+
+
+def test_a_bulk_write_past_a_fourfold_growth_is_served_by_the_old_index_while_rebuilt(
+    postgres_url: str, pg_schema: str
+) -> None:
+    store = _store(postgres_url, pg_schema, exact_limit=100)
+    backend = store.backend
+    assert isinstance(backend, pg.PostgresBackend)
+    rows = _unit_rows(2200, 8, seed=30)
+    store.upsert([rec(f"r{i}", embedding=v) for i, v in enumerate(rows[:200])])
+    assert [n.rsplit("_", 1)[1] for n in _indexes(postgres_url, pg_schema)] == ["14"]
+    store.upsert([rec(f"r{i}", embedding=rows[i]) for i in range(200, 2200)])
+    assert backend.index_serves("ns")  # by the old index, or already by its successor
+    deadline = time.monotonic() + 60
+    while [n.rsplit("_", 1)[1] for n in _indexes(postgres_url, pg_schema)] != ["47"]:
+        assert time.monotonic() < deadline, "the index that no longer fits was not rebuilt"
+        time.sleep(0.05)
+    store.close()
+
+
+async def test_remember_many_returns_with_the_collections_index_built(
+    postgres_url: str, pg_schema: str
+) -> None:
+    store = _store(postgres_url, pg_schema, exact_limit=100)
+    backend = store.backend
+    assert isinstance(backend, pg.PostgresBackend)
+    collection = Collection(user_id="u", namespace="notes")
+    memory = LongTermMemory(
+        collection=collection, store=store, embedder=HashEmbedder(), max_items=0
+    )
+    texts = [f"note {i}: the user visited city number {i}" for i in range(150)]
+    await memory.remember_many([Candidate(text=t) for t in texts], dedupe=False)
+    assert backend.index_serves(collection.name)
+    (definition,) = _indexes(postgres_url, pg_schema).values()
+    assert "ivfflat" in definition
     store.close()

@@ -83,6 +83,8 @@ def recall_tables(p: Payload) -> list[str]:
         f"{p['writes']} recalls after writes, seed {p['seed']}; synthesized vectors' "
         f"fidelity {num(p['synth_fidelity'])}; the model takes {num(p['model_rss_mb'])} MB."
     )
+    if p.get("variant"):  # a run kept to compare, made by other code than the command's
+        headline = f"**Variant: {p['variant']}.** {headline}"
     headers: tuple[str, ...] = (
         "store",
         "size",
@@ -102,7 +104,31 @@ def recall_tables(p: Payload) -> list[str]:
         for run in p["runs"]
         for pt in run["points"]
     ]
-    return [headline, "", *md_table(headers, rows)]
+    return [headline, "", *md_table(headers, rows), *_after_load_table(p)]
+
+
+def _after_load_table(p: Payload) -> list[str]:
+    """The same recalls right after each load, and the seconds until the index served and
+    the store was ready (the table above is taken after that): for runs that measured it."""
+    points = [(run, pt) for run in p["runs"] for pt in run["points"] if "index_serves_s" in pt]
+    if not points:
+        return []
+    headers: tuple[str, ...] = ("store", "size", "p50 ms", "floor p50 ms", "ratio p50", "p95 ms")
+    headers += ("floor p95 ms", "ratio p95", "ANN R@10", "index serves s", "ready s")
+    fields: tuple[str, ...] = (
+        "after_load_p50_ms",
+        "after_load_floor_p50_ms",
+        "after_load_ratio_p50",
+    )
+    fields += ("after_load_p95_ms", "after_load_floor_p95_ms", "after_load_ratio_p95")
+    fields += ("after_load_ann_recall_at_10", "index_serves_s", "index_wait_s")
+    rows = [[run["store"], pt["size"], *(pt[f] for f in fields)] for run, pt in points]
+    note = (
+        "Right after the load returned (before anything waited for an index); index "
+        "serves s: from the end of the load until the approximate index served searches; "
+        "ready s: until the store was ready, polled once these recalls were done."
+    )
+    return ["", note, "", *md_table(headers, rows)]
 
 
 def recall_command(p: Payload, out: str) -> str:

@@ -15,6 +15,12 @@ _COLUMNS: Final = (
     "store",
     "shape",
     "size",
+    "after-load p50",
+    "after-load p95",
+    "ratio",
+    "R@10",
+    "serves s",
+    "ready s",
     "p50",
     "p95",
     "floor p50",
@@ -30,6 +36,11 @@ _COLUMNS: Final = (
 NOTES: Final = (
     "Milliseconds. floor = the query's real embedding plus an exact float32 numpy scan of "
     f"the target namespace (top {FLOOR_K}). ratio = recall / floor at the same percentile; "
+    "after_load = the same recalls (and floors) right after the load returned, before "
+    "anything waited for an index; index_serves_s = seconds from the end of the load until "
+    "the namespace's approximate index serves (or none is needed); index_wait_s = until "
+    "the store is ready (every index built and fitting, statistics fresh), after which "
+    "the other figures are taken; "
     "after_write = one remember() then one timed recall, repeated. ann_recall_at_10 = the "
     "store's vector_search top 10 against the exact top 10. rss_mb is this process after "
     "loading that size and recalling from it (every search index loaded): the interpreter "
@@ -52,6 +63,12 @@ def _row(run: RecallRun, p: RecallPoint) -> list[object]:
         run.store,
         run.shape.split("-")[0],
         p.size,
+        p.after_load_p50_ms,
+        p.after_load_p95_ms,
+        p.after_load_ratio_p95,
+        p.after_load_ann_recall_at_10,
+        p.index_serves_s,
+        p.index_wait_s,
         p.recall_p50_ms,
         p.recall_p95_ms,
         p.floor_p50_ms,

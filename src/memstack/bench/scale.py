@@ -3,9 +3,14 @@
 Synthesized memories (``bench.synth``) are loaded into a store in growing steps
 (1k, then up to 10k, ...) with their vectors given; at each size, for every query,
 the full hybrid recall of LongTermMemory is timed beside its floor (``bench.floor``:
-the same real query embedding plus an exact numpy scan of the namespace). Then
-recall is timed right after a write, and the store's own ``vector_search`` is scored
-against the exact top 10 (recall@10 of any approximate index).
+the same real query embedding plus an exact numpy scan of the namespace), twice: right
+after the load returns, as a caller that loads and then asks at once sees it, and once the
+store's search indexes are ready (``RecordStore.ready``, polled). Between them, the seconds
+from the end of the load until the approximate index serves (asked of the backend's
+read-only ``index_serves`` where it has one, PostgreSQL; else until ``ready``) and until
+``ready``. Then recall is timed right after a write, and the store's own
+``vector_search`` is scored against the exact top 10 in both states (recall@10 of any
+approximate index).
 
 Shapes: ``one-namespace`` keeps all rows in one collection; ``many-namespaces``
 spreads them over one collection per ``PER_NAMESPACE`` rows and recalls inside a few
@@ -14,6 +19,7 @@ target collections.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -49,6 +55,8 @@ PER_NAMESPACE: Final = 100
 UPSERT_BATCH: Final = 1000
 TARGETS: Final = 5
 """Collections the many-namespaces shape recalls in, spread over those loaded."""
+READY_LIMIT_S: Final = 1800.0
+"""How long a step waits for its indexes before it measures anyway."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,8 +120,20 @@ class RecallPoint:
     """This process's resident memory after loading this size."""
     vectors_mb: float
     """The raw vectors: size x dim x 4 bytes (the harness keeps one copy for the floor)."""
+    after_load_p50_ms: float | None = None
+    """Recall right after the load returned, before anything waited for an index."""
+    after_load_p95_ms: float | None = None
+    after_load_floor_p50_ms: float | None = None
+    after_load_floor_p95_ms: float | None = None
+    after_load_ratio_p50: float | None = None
+    after_load_ratio_p95: float | None = None
+    after_load_ann_recall_at_10: float | None = None
+    index_serves_s: float | None = None
+    """Seconds from the end of the load until the approximate index serves searches (or
+    none is needed); None when it did not within ``READY_LIMIT_S``."""
     index_wait_s: float = 0.0
-    """Seconds waited after loading for the store's indexes (``RecordStore.ready``)."""
+    """Seconds from the end of the load until ``RecordStore.ready`` (every index built
+    and fitting the rows, statistics fresh)."""
 
 
 @dataclass(kw_only=True)
@@ -197,7 +217,9 @@ async def _measure(
     ingest_per_s: float,
     progress: Callable[[int], None],
 ) -> RecallPoint:
-    index_wait_s = _wait_ready(store, [bench.collection(t).name for t in bench.targets(size)])
+    loaded = time.perf_counter()
+    names = [bench.collection(t).name for t in bench.targets(size)]
+    serves = _Watch(_serving(store, names), loaded)
     memories = {
         t: LongTermMemory(
             collection=bench.collection(t),
@@ -208,12 +230,21 @@ async def _measure(
         )
         for t in bench.targets(size)
     }
+    first, first_floor, first_vectors = await _recall_and_floor(
+        bench, memories, matrix, size, progress
+    )
+    first_ann = [_ann_recall(bench, store, matrix, size, t, v) for t, v in first_vectors]
+    progress(len(first_ann))
+    index_serves_s = serves.wait()
+    _wait_ready(store, names)
+    index_wait_s = time.perf_counter() - loaded
     recall, floor, vectors = await _recall_and_floor(bench, memories, matrix, size, progress)
     rss = rss_mb()  # after recalls: every search index (vectors, HNSW, keywords) is loaded
     after, stored = await _after_writes(bench, memories, progress)
     ann = [_ann_recall(bench, store, matrix, size, target, vector) for target, vector in vectors]
     progress(len(ann))
     r, f, a = percentiles(recall, (50, 95)), percentiles(floor, (50, 95)), _maybe(after)
+    r0, f0 = percentiles(first, (50, 95)), percentiles(first_floor, (50, 95))
     return RecallPoint(
         size=size,
         namespaces=bench.namespace_of(size - 1) + 1,
@@ -232,11 +263,59 @@ async def _measure(
         ingest_per_s=round(ingest_per_s, 1),
         rss_mb=round(rss, 1),
         vectors_mb=round(size * bench.phrases.dim * 4 / 2**20, 2),
+        after_load_p50_ms=r0["p50"],
+        after_load_p95_ms=r0["p95"],
+        after_load_floor_p50_ms=f0["p50"],
+        after_load_floor_p95_ms=f0["p95"],
+        after_load_ratio_p50=ratio(r0["p50"], f0["p50"]),
+        after_load_ratio_p95=ratio(r0["p95"], f0["p95"]),
+        after_load_ann_recall_at_10=round(float(np.mean(first_ann)), 4),
+        index_serves_s=None if index_serves_s is None else round(index_serves_s, 1),
         index_wait_s=round(index_wait_s, 1),
     )
 
 
-def _wait_ready(store: RecordStore, namespaces: Sequence[str], limit_s: float = 600.0) -> float:
+def _serving(store: RecordStore, namespaces: Sequence[str]) -> Callable[[], bool]:
+    """Whether every namespace's vector searches are served by their index (or need
+    none): the backend's read-only ``index_serves`` where it has one, else ``ready``."""
+    probe = getattr(store.backend, "index_serves", None)
+    if probe is None:
+        return lambda: all(store.ready(ns) for ns in namespaces)
+    return lambda: all(probe(ns) for ns in namespaces)
+
+
+class _Watch:
+    """Polls ``holds`` on a thread from now on; ``wait`` gives the seconds from
+    ``since`` (a ``perf_counter``) until it first held, or None past ``READY_LIMIT_S``."""
+
+    def __init__(self, holds: Callable[[], bool], since: float) -> None:
+        self._holds = holds
+        self._since = since
+        self._seconds: float | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="bench-index-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while time.perf_counter() - self._since < READY_LIMIT_S:
+                if self._holds():
+                    self._seconds = time.perf_counter() - self._since
+                    return
+                time.sleep(0.05)
+        except Exception as exc:  # raised by wait(), in the bench's own thread
+            self._error = exc
+
+    def wait(self) -> float | None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._seconds
+
+
+def _wait_ready(
+    store: RecordStore, namespaces: Sequence[str], limit_s: float = READY_LIMIT_S
+) -> None:
     """Wait until every namespace's search indexes are built (a large one's vector index
     builds in the background after a load); the timed recalls then measure steady state."""
     started = time.perf_counter()
@@ -244,7 +323,6 @@ def _wait_ready(store: RecordStore, namespaces: Sequence[str], limit_s: float = 
         if time.perf_counter() - started > limit_s:
             break
         time.sleep(0.25)
-    return time.perf_counter() - started
 
 
 def _maybe(values: Sequence[float]) -> dict[str, float | None]:

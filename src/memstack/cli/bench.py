@@ -285,7 +285,8 @@ def recall(
     out: Path,
 ) -> None:
     """Recall p50/p95 against the number of stored memories, beside the floor (the query's
-    embedding plus an exact numpy scan), after writes, ANN recall@10, ingest and RSS."""
+    embedding plus an exact numpy scan), right after each load and once the indexes are
+    ready (and the seconds until they serve), after writes, ANN recall@10, ingest and RSS."""
     from memstack.bench.plot import MISSING_MATPLOTLIB, plots_available
     from memstack.bench.proc import rss_mb
     from memstack.bench.recall_report import recall_payload, recall_table
@@ -354,7 +355,7 @@ def _recall_run(setup: RecallBench, backend: str, postgres_url: str | None) -> R
     from memstack.bench.setup import open_bench_store
 
     sizes = setup.sizes
-    work = max(sizes) + len(sizes) * (2 * len(setup.queries) + len(setup.writes))
+    work = max(sizes) + len(sizes) * (4 * len(setup.queries) + len(setup.writes))
     release_memory()
     with (
         open_bench_store(backend, postgres_url=postgres_url) as store,

@@ -1,4 +1,4 @@
-"""A large namespace's own approximate vector index on PostgreSQL, and its background builds.
+"""A large namespace's own approximate vector index on PostgreSQL, and its builds.
 
 A namespace of more than ``PostgresBackend``'s ``exact_limit`` rows gets one IVFFlat index
 of its own: a partial expression index over its rows' vectors as half precision,
@@ -21,14 +21,35 @@ namespace: a shared index would mix every namespace's rows into its lists, so a
 namespace's search would read the others' rows too, and its build could not wait until a
 namespace is loaded. (The measurements are in the issue's benchmark report.)
 
-When: an index is built (or rebuilt, ``due``) when a search of a large namespace finds
-none or one whose lists no longer fit its rows (fourfold growth or shrinkage), and by
-``ready()``. Builds run on a background thread of the process that noticed, one at a
-time, guarded by a session advisory lock per namespace (so one process builds it), with
-``CREATE INDEX CONCURRENTLY``: writers and searches of every namespace go on meanwhile;
-until the index is valid a search ranks the namespace exactly (same answers, slower).
-The index replaced is dropped (``DROP INDEX CONCURRENTLY``) once its successor is valid.
-A build reads the whole table (twice: ``CONCURRENTLY``), whatever the namespace's share.
+When: a bulk write (``PostgresBackend.write``: at least ``BULK_ROWS`` rows into the
+namespace in one write, which ``remember_many``, import, restore and batch calls all are,
+and a rename or swap that moves as many) returns only once the namespace is served by an
+index: the table analyzed when more rows changed than it held when last analyzed (else
+the planner takes a namespace just loaded for a small one), and an index built, in the
+writer's own thread after its commit, when it has none (after another process's build of
+it, if one runs). So a query right after a load is served by the index, as at steady
+state. An index that no longer fits its rows (fourfold growth or shrinkage, by its row
+count, which that analysis refreshes) is rebuilt in the background while it serves: one
+of a quarter of the lists served 100k rows as fast, and waiting for each rebuild slowed a
+load in bulk batches by a sixth. Smaller writes ask for the same in the background once
+``BULK_ROWS`` of their rows have reached the namespace, so no single small write waits for
+a build; so do a search that finds no index, or one that no longer fits, and ``ready()``.
+Background builds run on a thread of
+the process that noticed, one at a time. Every build is guarded by a session advisory
+lock per namespace (so one process builds it) and uses ``CREATE INDEX CONCURRENTLY``:
+writers and searches of every namespace go on meanwhile; until the index is valid a
+search ranks the namespace exactly (same answers, slower). The index replaced is dropped
+(``DROP INDEX CONCURRENTLY``) once its successor is valid. A build reads the whole table
+(twice: ``CONCURRENTLY``), whatever the namespace's share, and two builds of one table
+take turns (each holds the table's share-update-exclusive lock).
+
+Alternatives measured for the window after a load, and why they lost: an exact scan over
+``halfvec`` casts or ``binary_quantize`` bits re-ranked at full precision was slower than
+the plain exact scan (each row is still read and converted; the bits also lost
+recall@10), PostgreSQL already runs that scan with its parallel workers, and a build
+without ``CONCURRENTLY`` or with other ``max_parallel_maintenance_workers`` took as long
+(and the former blocks every writer of the table). The measurements are in the issue's
+benchmark report.
 """
 
 from __future__ import annotations

@@ -341,7 +341,8 @@ class RecordStore:
         """Whether searches of ``namespace`` run at full speed. A large namespace builds
         its vector index in the background after it is loaded (SQLite: from 50k
         memories; PostgreSQL: past ``exact_limit``, and again when it has grown or shrunk
-        fourfold); until then searches scan exactly (same results, slower). Starts a
+        fourfold, built before a bulk write returns, see ``PostgresBackend``); until then
+        searches scan exactly (same results, slower). Starts a
         build when one is due; poll it to wait, e.g. after a bulk load. On PostgreSQL it
         also analyzes the table when a load left the planner's statistics stale
         (searches then picked slow plans until autovacuum came by)."""

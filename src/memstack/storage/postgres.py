@@ -13,10 +13,11 @@ naming the extra to install.
 - Vectors: cosine with pgvector's ``<=>`` (score = 1 - distance). A namespace of at most
   ``exact_limit`` rows is ranked whole, exactly (a 100-row namespace of a million-row
   table: a btree walk and 100 distances); a larger one through an IVFFlat index of its
-  own, built in the background after its rows are in (``_postgres_ann``), with
-  ``ivfflat.probes`` for its lists and an iterative scan (``relaxed_order``), so filters
-  still yield k rows, its candidates re-ranked exactly. Until its index is built, or
-  should it yield fewer rows than asked, the exact scan runs. The namespace's size is
+  own (``_postgres_ann``), built before a bulk write into it returns (smaller writes and
+  searches ask for it in the background), with ``ivfflat.probes`` for its lists and an
+  iterative scan (``relaxed_order``), so filters still yield k rows, its candidates
+  re-ranked exactly. Until its index is built, or should it yield fewer rows than asked,
+  the exact scan runs. The namespace's size is
   counted (no further than the thresholds) once per ``SIZE_TTL_S`` and after the store's
   own writes changed it; its index is looked up as often.
 - Writes: a batch is one statement whatever its size (``_postgres_query.upsert_sql``).
@@ -93,6 +94,10 @@ through the index, full or capped keyword ranking) before they are read again. C
 reads the rows' pages, a sizeable share of a large namespace's recall if done on every
 one. A stale size costs speed only: both paths return the same kind of answer (an
 index search that finds fewer than k rows is redone exactly)."""
+MISSING_TTL_S = 1.0
+"""How long a large namespace found without a valid index is ranked exactly before the
+catalog is read again (one small query): another process's bulk write may have just
+built it, and until it is seen every search scans the namespace."""
 _COUNTED = 10_000
 """A namespace's rows are counted at least this far (at most once per ``SIZE_TTL_S``,
 as counting reads pages); past it its index's ``reltuples`` tells its size."""
@@ -100,6 +105,12 @@ POOL = 40
 """Candidates an index search re-ranks exactly, at least (2k for a larger k)."""
 _SIZES_KEPT = 100_000
 """At most this many namespaces' sizes are kept, so the memo's memory is bounded."""
+BULK_ROWS = 100
+"""A write that adds at least this many rows to a namespace is a bulk write: it returns
+once the table's statistics are fresh and the namespace is served by an index
+(``_settle``). A namespace that as many rows with vectors reach through this store's
+smaller writes has its build asked for in the background instead, so no single small
+write waits for one."""
 WORD_CANDIDATES = 100
 """At most this many rows per query word are ranked in a namespace past
 ``keyword_exact_limit``. On a large LoCoMo-like namespace the top 10 held as many
@@ -171,6 +182,9 @@ class PostgresBackend:
         self._indexes: dict[str, tuple[ann.Found | None, float]] = {}
         """Namespace -> (its valid index, monotonic time looked up)."""
         self._builds = ann.Builds(self._reconcile)
+        self._added: dict[str, int] = {}
+        """Namespace -> rows with vectors this store's smaller writes added since its last
+        ``_settle`` (fewer than ``BULK_ROWS``)."""
         self._owns_pool = isinstance(conninfo_or_pool, str)
         if isinstance(conninfo_or_pool, str):
             self._pool: ConnectionPool[Any] = ConnectionPool(
@@ -264,7 +278,79 @@ class PostgresBackend:
             shrunk = {ns for ns, _ in batch.deletes} | set(evicted)
             self._forget_empty(conn, shrunk)
         self._resized({r.namespace for r in rows}, shrunk)
+        self._settle_added(rows)
         return WriteResult(deleted=deleted, evicted=evicted)
+
+    def _settle_added(self, rows: Sequence[Record]) -> None:
+        """``_settle`` each namespace that this write gave ``BULK_ROWS`` rows (before it
+        returns), or that this store's writes did since it was last settled (in the
+        background)."""
+        added: dict[str, tuple[int, int | None]] = {}
+        for record in rows:
+            count, dim = added.get(record.namespace, (0, None))
+            if record.embedding is not None:
+                dim = int(record.embedding.shape[0])
+            added[record.namespace] = (count + 1, dim)
+        for namespace, (count, dim) in added.items():
+            seen = self._added.pop(namespace, 0) + count
+            if count >= BULK_ROWS or (seen >= BULK_ROWS and dim is not None):
+                self._settle(namespace, dim, wait=count >= BULK_ROWS, written=len(rows))
+                continue
+            if len(self._added) >= _SIZES_KEPT:
+                self._added.clear()
+            self._added[namespace] = seen
+
+    def _settle(self, namespace: str, dim: int | None, *, wait: bool, written: int = 0) -> None:
+        """Make the namespace ready after a bulk write, as ``ready`` does but reading only
+        the catalog: analyze the table when its statistics are stale (``_analyze_stale``), and
+        give the namespace, past ``exact_limit`` rows, an index that fits them (by the
+        index's row count, which the analysis refreshed). With ``wait``, a namespace with
+        no valid index has it built here, after the commit (after another process's build
+        of it, if one runs); one whose index no longer fits has it rebuilt in the
+        background, as without ``wait``, while the old one serves: an index of a quarter
+        of the lists served 100k rows as fast, and waiting for each rebuild cost a load
+        in bulk batches a sixth of its rate. The write has committed: a failure is kept
+        for ``ready`` to raise (and the build asked again by searches), never raised as
+        the write's."""
+        try:
+            with self._connection() as conn:
+                if wait:
+                    self._analyze_stale(conn, written)
+                if dim is None or dim > ann.MAX_DIM:
+                    return
+                clause = "r.namespace = %s AND r.dim = %s"
+                sql = q.rows_sql(self._schema, clause, self._exact_limit + 1)
+                row = conn.execute(sql, (namespace, dim)).fetchone()
+                if row is None or int(row[0]) <= self._exact_limit:
+                    return
+                found = ann.found_indexes(conn, self._schema, namespace)
+            valid = [f for f in found if f.valid and f.dim == dim]
+            if any(not ann.due(f.lists, f.rows) for f in valid):
+                return
+            if wait and not valid:
+                self._reconcile(namespace, dim, threading.Event(), wait=True)
+            else:
+                self._builds.want(namespace, dim)
+        except Exception as exc:
+            self._builds.failures[namespace] = (exc, time.monotonic())
+
+    def _analyze_stale(self, conn: psycopg.Connection[Any], written: int) -> None:
+        """``ANALYZE`` the records table when its statistics are stale for a bulk write
+        (``_stale_after``), now rather than when autovacuum looks (once a minute): until
+        then a namespace a bulk write made large is planned as a small one, and its
+        keyword searches read the whole namespace. ``written``: the rows the write just
+        changed, which the server's counters may not hold yet (each session reports them
+        at most once a second). Skipped while another maintenance (an index build) holds
+        the table."""
+        table = f"{self._schema}.records"
+        row = conn.execute(
+            "SELECT c.reltuples, coalesce(s.n_mod_since_analyze, 0) FROM pg_class c"
+            " LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid"
+            " WHERE c.oid = to_regclass(%s)",
+            (table,),
+        ).fetchone()
+        if row is not None and _stale_after(float(row[0]), int(row[1]) + written):
+            conn.execute(f"ANALYZE (SKIP_LOCKED) {table}")
 
     def _stamps(
         self, conn: psycopg.Connection[Any], batch: WriteBatch
@@ -382,10 +468,19 @@ class PostgresBackend:
                 (new, old),
             )
             indexed = ann.found_indexes(conn, self._schema, old)
+            info = self._info(conn, new)
         self._resized((), {old, new})
         if indexed:  # an index names its namespace: the old one's go, the new one's is built
             self._reconcile(old, indexed[0].dim, threading.Event())
+        self._settle_moved(new, moved, info)
         return moved
+
+    def _settle_moved(self, namespace: str, moved: int, info: NamespaceInfo | None) -> None:
+        """A rename or swap that moved ``BULK_ROWS`` rows into ``namespace`` is a bulk
+        write to it: ``_settle`` before returning."""
+        if moved >= BULK_ROWS:
+            dim = None if info is None else info.dim
+            self._settle(namespace, dim, wait=True, written=moved)
 
     def replace_namespace(self, copy: str, namespace: str) -> int:
         """The check and the swap under a table lock that lets readers on and holds every
@@ -408,9 +503,11 @@ class PostgresBackend:
             conn.execute(
                 f"UPDATE {info} SET namespace = %s WHERE namespace = %s", (namespace, copy)
             )
+            swapped = self._info(conn, namespace)
         self._resized((), {copy, namespace})
         for name, dim in indexed:  # each index names its namespace: the stale ones go
             self._reconcile(name, dim, threading.Event())
+        self._settle_moved(namespace, moved, swapped)
         return moved
 
     def _held(self, conn: psycopg.Connection[Any], namespace: str) -> dict[str, Stamp]:
@@ -546,7 +643,8 @@ class PostgresBackend:
         if dim > ann.MAX_DIM or size <= self._exact_limit:
             return None
         known = self._indexes.get(namespace)
-        if known is not None and time.monotonic() - known[1] < SIZE_TTL_S:
+        ttl = SIZE_TTL_S if known is not None and known[0] is not None else MISSING_TTL_S
+        if known is not None and time.monotonic() - known[1] < ttl:
             index = known[0]
         else:
             found = [f for f in ann.found_indexes(conn, self._schema, namespace) if f.valid]
@@ -558,17 +656,23 @@ class PostgresBackend:
             self._builds.want(namespace, dim)
         return index
 
-    def _reconcile(self, namespace: str, dim: int, stopped: threading.Event) -> None:
+    def _reconcile(
+        self, namespace: str, dim: int, stopped: threading.Event, *, wait: bool = False
+    ) -> None:
         """Give the namespace the index its rows call for, on a connection of its own
         outside any transaction (``CONCURRENTLY``): build one when it has more than
         ``exact_limit`` rows of ``dim`` and no valid index that fits them, then drop every
-        other index of it. Only one process at a time: the others skip it."""
+        other index of it. Only one process at a time: the others skip it, or with
+        ``wait`` wait for it and then look again (``close`` then cancels nothing here)."""
         table = f"{self._schema}.records"
         key = (f"{self._schema}.{namespace}", ann.BUILD_KEY)
-        with self._maintenance() as conn:
-            row = conn.execute(
-                "SELECT pg_try_advisory_lock(hashtextextended(%s, %s))", key
-            ).fetchone()
+        with self._maintenance(cancellable=not wait) as conn:
+            lock = (
+                "SELECT true FROM pg_advisory_lock(hashtextextended(%s, %s))"
+                if wait
+                else "SELECT pg_try_advisory_lock(hashtextextended(%s, %s))"
+            )
+            row = conn.execute(lock, key).fetchone()
             if not (row and row[0]):
                 return
             try:
@@ -606,18 +710,20 @@ class PostgresBackend:
         return name
 
     @contextmanager
-    def _maintenance(self) -> Iterator[psycopg.Connection[Any]]:
+    def _maintenance(self, *, cancellable: bool = True) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection in autocommit mode (``CREATE INDEX CONCURRENTLY`` runs
-        outside transactions), which ``close`` can cancel."""
+        outside transactions), which ``close`` can cancel if ``cancellable``."""
         self._open()
         with self._translated(self._pool.timeout):
             conn = self._pool.getconn(self._pool.timeout)
             try:
                 conn.autocommit = True
-                self._builds.cancel = conn.cancel_safe
+                if cancellable:
+                    self._builds.cancel = conn.cancel_safe
                 yield conn
             finally:
-                self._builds.cancel = None
+                if cancellable:
+                    self._builds.cancel = None
                 with contextlib.suppress(Exception):  # a broken one: the pool replaces it
                     conn.autocommit = False
                 self._pool.putconn(conn)
@@ -744,6 +850,23 @@ class PostgresBackend:
         self._indexes.pop(namespace, None)
         self._builds.want(namespace, info.dim, retry=True)
         return False
+
+    def index_serves(self, namespace: str) -> bool:
+        """Whether the namespace's vector searches go through its approximate index now,
+        or need none (at most ``exact_limit`` rows, or too many dimensions): read only,
+        it asks for no build and analyzes nothing (``ready`` does)."""
+        with self._connection() as conn:
+            info = self._info(conn, namespace)
+            if info is None or info.dim > ann.MAX_DIM:
+                return True
+            clause = "r.namespace = %s AND r.dim = %s"
+            row = conn.execute(
+                q.rows_sql(self._schema, clause, self._exact_limit + 1), (namespace, info.dim)
+            ).fetchone()
+            if row is None or int(row[0]) <= self._exact_limit:
+                return True
+            found = ann.found_indexes(conn, self._schema, namespace)
+        return any(f.valid and f.dim == info.dim for f in found)
 
     def namespace_info(self, namespace: str) -> NamespaceInfo | None:
         with self._connection() as conn:
@@ -929,6 +1052,14 @@ def _locked(batch: WriteBatch) -> builtins.list[str]:
 def _stale(planned: float, rows: int) -> bool:
     """Whether the planner's row count (-1: never analyzed) is too far from ``rows``."""
     return planned < 0 or abs(rows - planned) > _STALE_ROWS + _STALE_SHARE * rows
+
+
+def _stale_after(planned: float, changed: int) -> bool:
+    """Whether statistics of ``planned`` rows (-1: never analyzed) are stale for a bulk
+    write after ``changed`` rows were written or deleted: more than the table held when
+    analyzed (plus 50). Autovacuum's own threshold, a tenth of the table, analyzed a load
+    in bulk batches so often that it lost a quarter of its rate, for no faster recall."""
+    return planned < 0 or changed > _STALE_ROWS + planned
 
 
 def _ranked(rows: Sequence[Any]) -> builtins.list[Ranked]:
