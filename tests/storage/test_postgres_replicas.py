@@ -22,7 +22,8 @@ from pgvector.psycopg import register_vector
 from memstack.errors import StoreUnavailable
 from memstack.storage import PostgresRecordStore, RecordStore
 from memstack.storage import _postgres_query as q
-from tests.servers import PostgresServer, running_postgres, running_replica
+from memstack.storage import _postgres_replicas as replicas
+from tests.servers import PostgresServer
 from tests.storage.records import rec
 
 WAIT_S = 30.0
@@ -32,11 +33,10 @@ under test)."""
 Pair = tuple[PostgresServer, PostgresServer]
 
 
-@pytest.fixture(scope="module")
-def servers() -> Iterator[Pair]:
-    """A primary of this module's own and a hot standby streaming from it."""
-    with running_postgres() as primary, running_replica(primary) as standby:
-        yield primary, standby
+@pytest.fixture
+def servers(replicated_postgres: Pair) -> Pair:
+    """The session's primary and its streaming standby (``replicated_postgres``)."""
+    return replicated_postgres
 
 
 @pytest.fixture
@@ -229,3 +229,15 @@ def test_reads_are_store_unavailable_only_when_the_primary_is_down(
     finally:
         servers[0].start()
     assert {r.id for r in store.list("ns")} == {"a"}
+
+
+def test_a_server_not_in_recovery_is_no_standby(
+    servers: Pair, schema: str, open_store: Callable[..., RecordStore]
+) -> None:
+    """A read URL naming a primary (or a promoted standby, which may have parted from
+    this primary's history) never answers as a standby."""
+    open_store(read_urls=[])
+    for url, standby in ((servers[0].url, False), (servers[1].url, True)):
+        replayed(servers)
+        with psycopg.connect(url) as conn:
+            assert replicas.fresh(conn, f'"{schema}"', ([], []), 3600.0) is standby
