@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.servers import running_postgres, running_redis
+from tests.servers import PostgresServer, running_postgres, running_redis, running_replica
 
 
 def _is_local(address: Any) -> bool:
@@ -65,6 +65,15 @@ def postgres_url() -> Iterator[str]:
     """A real PostgreSQL + pgvector server for the whole session, started on first use."""
     with running_postgres() as server:
         yield server.url
+
+
+@pytest.fixture(scope="session")
+def replicated_postgres() -> Iterator[tuple[PostgresServer, PostgresServer]]:
+    """A PostgreSQL primary of its own and a hot standby streaming from it, for the
+    session, started on first use. A test that stops either, or pauses the standby's
+    replay, puts it back before it ends."""
+    with running_postgres() as primary, running_replica(primary) as standby:
+        yield primary, standby
 
 
 @pytest.fixture(scope="session")

@@ -59,6 +59,7 @@ __all__ = [
     "first_key",
     "running_postgres",
     "running_redis",
+    "running_replica",
     "serve_env",
     "serving_memstack",
 ]
@@ -176,6 +177,52 @@ def running_postgres(*, durable: bool = False) -> Iterator[PostgresServer]:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         yield PostgresServer(
             url=url, port=port, data_dir=data_dir, bin_dir=bin_dir, account=account
+        )
+    finally:
+        if started:
+            _stop(account, bin_dir, data_dir)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+_STANDBY = """
+hot_standby = on
+wal_retrieve_retry_interval = 100ms
+"""
+"""``wal_retrieve_retry_interval``: a standby whose primary restarted streams again within
+0.1 s, not the default 5 s."""
+
+
+@contextlib.contextmanager
+def running_replica(primary: PostgresServer) -> Iterator[PostgresServer]:
+    """Start a hot standby of ``primary``, streaming from it: ``pg_basebackup -R`` (which
+    writes ``primary_conninfo`` and ``standby.signal``) with the primary's binaries and
+    account, then the copy started on a port of its own. The primary needs nothing more
+    than its defaults (``wal_level = replica``, ``max_wal_senders``, and initdb's
+    ``pg_hba.conf``, which trusts replication connections from 127.0.0.1). Yields once
+    the standby accepts connections; stops and deletes it after."""
+    account, bin_dir = primary.account, primary.bin_dir
+    root = Path(tempfile.mkdtemp(prefix="memstack-pg-", dir="/tmp" if account.uid else None))
+    data_dir = root / "data"
+    started = False
+    try:
+        root.chmod(0o755)
+        data_dir.mkdir(mode=0o700)
+        if account.uid is not None and account.gid is not None:
+            os.chown(data_dir, account.uid, account.gid)
+        _run(
+            account,
+            bin_dir / "pg_basebackup",
+            *("-h", "127.0.0.1", "-p", primary.port, "-U", "postgres", "-D", data_dir),
+            *("-R", "-X", "stream", "-c", "fast", "--no-sync"),
+        )
+        port = _start(account, bin_dir, data_dir, _STANDBY)
+        started = True
+        yield PostgresServer(
+            url=f"postgresql://postgres@127.0.0.1:{port}/postgres",
+            port=port,
+            data_dir=data_dir,
+            bin_dir=bin_dir,
+            account=account,
         )
     finally:
         if started:

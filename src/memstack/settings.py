@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,6 +14,7 @@ from memstack.errors import ConfigError
 from memstack.home import default_db
 from memstack.longterm.memory import DEFAULT_MAX_ITEMS
 from memstack.longterm.settings import parse_switch
+from memstack.storage.postgres import MAX_REPLICA_LAG_S
 
 __all__ = ["DEFAULT_DB", "DEFAULT_HOST", "DEFAULT_PORT", "ServerSettings"]
 
@@ -31,6 +33,13 @@ class ServerSettings:
     """SQLite file of the long-term tier (``--db`` / ``MEMSTACK_DB``)."""
     postgres_url: str | None = None
     """PostgreSQL instead of SQLite (``--postgres-url`` / ``MEMSTACK_POSTGRES_URL``)."""
+    postgres_read_urls: tuple[str, ...] = ()
+    """Hot standbys of ``postgres_url`` that answer recall, search and listing
+    (``--postgres-read-url``, repeatable / ``MEMSTACK_POSTGRES_READ_URL``, comma-separated
+    ``postgresql://`` URLs)."""
+    postgres_max_lag_s: float = MAX_REPLICA_LAG_S
+    """Seconds of replay lag past which a standby is passed over (``--postgres-max-lag``
+    / ``MEMSTACK_POSTGRES_MAX_LAG_S``)."""
     redis_url: str | None = None
     """Redis for the short-term tier, in-process when unset (``--redis-url``,
     ``MEMSTACK_REDIS_URL``)."""
@@ -89,6 +98,8 @@ class ServerSettings:
         embedding = EmbeddingSettings.from_env(env)
         if flags.get("local_model") is not None:
             embedding = replace(embedding, local_model=str(flags["local_model"]))
+        postgres_url = pick("postgres_url", "MEMSTACK_POSTGRES_URL")
+        read_urls = _read_urls(flags.get("postgres_read_urls"), env, postgres_url)
         enabled_variable, enabled = setting(env, "MEMSTACK_MEMORY_ENABLED")
         items_variable, items = setting(env, "MEMSTACK_MEMORY_MAX_ITEMS")
         return cls(
@@ -96,7 +107,13 @@ class ServerSettings:
             memory_max_items=_int(items, items_variable, DEFAULT_MAX_ITEMS, 0, 10_000_000),
             llm=pick("llm", "MEMSTACK_LLM"),
             db=Path(db) if db else default_db(env),
-            postgres_url=pick("postgres_url", "MEMSTACK_POSTGRES_URL"),
+            postgres_url=postgres_url,
+            postgres_read_urls=read_urls,
+            postgres_max_lag_s=_seconds(
+                pick("postgres_max_lag", "MEMSTACK_POSTGRES_MAX_LAG_S"),
+                "MEMSTACK_POSTGRES_MAX_LAG_S",
+                MAX_REPLICA_LAG_S,
+            ),
             redis_url=pick("redis_url", "MEMSTACK_REDIS_URL"),
             host=pick("host", "MEMSTACK_HOST") or DEFAULT_HOST,
             port=_int(pick("port", "MEMSTACK_PORT"), "MEMSTACK_PORT", DEFAULT_PORT, 1, 65_535),
@@ -139,6 +156,8 @@ class ServerSettings:
         return {
             "MEMSTACK_DB": str(self.db),
             "MEMSTACK_POSTGRES_URL": self.postgres_url or "",
+            "MEMSTACK_POSTGRES_READ_URL": ",".join(self.postgres_read_urls),
+            "MEMSTACK_POSTGRES_MAX_LAG_S": repr(self.postgres_max_lag_s),
             "MEMSTACK_REDIS_URL": self.redis_url or "",
             "MEMSTACK_HOST": self.host,
             "MEMSTACK_PORT": str(self.port),
@@ -165,6 +184,8 @@ class ServerSettings:
     def described(self) -> str:
         """Where the data lives, for the startup banner (no passwords)."""
         long_term = "PostgreSQL" if self.postgres_url else f"SQLite {self.db}"
+        if self.postgres_read_urls:
+            long_term += f" (reads on {len(self.postgres_read_urls)} hot standbys)"
         if self.durable and not self.postgres_url:
             long_term += " (durable: synchronous=FULL)"
         short_term = "Redis" if self.redis_url else "in-process"
@@ -177,6 +198,45 @@ def _dotenv_path(value: object) -> Path | None:
     if isinstance(value, str):
         return Path(value)
     raise ConfigError(f"dotenv must be a path or None, not {type(value).__name__}.")
+
+
+def _read_urls(flag: object, env: Mapping[str, str], postgres_url: str | None) -> tuple[str, ...]:
+    """The ``--postgres-read-url`` flags, else ``MEMSTACK_POSTGRES_READ_URL`` split at each
+    comma that starts another ``postgresql://`` URL (a multi-host URL keeps its own)."""
+    if isinstance(flag, str):
+        flag = (flag,)
+    if isinstance(flag, tuple | list) and flag:
+        urls = tuple(str(url).strip() for url in flag)
+    else:
+        raw = env.get("MEMSTACK_POSTGRES_READ_URL") or ""
+        urls = tuple(u.strip() for u in _NEXT_URL.split(raw) if u.strip())
+    if urls and not postgres_url:
+        raise ConfigError(
+            "--postgres-read-url (MEMSTACK_POSTGRES_READ_URL) names hot standbys of a "
+            "PostgreSQL primary: give the primary with --postgres-url too."
+        )
+    for url in urls:
+        if not url.lower().startswith(("postgresql://", "postgres://")):
+            raise ConfigError(
+                f"read URL {url!r} must be a postgresql:// URL of a hot standby "
+                "(MEMSTACK_POSTGRES_READ_URL separates several with commas)."
+            )
+    return urls
+
+
+_NEXT_URL = re.compile(r",(?=\s*postgres(?:ql)?://)", re.IGNORECASE)
+
+
+def _seconds(raw: str | None, name: str, default: float) -> float:
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400:
+        raise ConfigError(f"{name}={raw!r} must be a number of seconds from 0 to 86400.")
+    return value
 
 
 def _switch(value: bool | None) -> str:

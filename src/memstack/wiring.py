@@ -4,7 +4,7 @@ opened from settings, and closed."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -78,8 +78,15 @@ class Services:
         self.records.close()
 
 
-def open_records(url: str, *, clock: Clock | None = None) -> RecordStore:
-    records = open_record_store(url, clock=clock)
+def open_records(
+    url: str,
+    *,
+    clock: Clock | None = None,
+    read_urls: Sequence[str] = (),
+    max_lag_s: float | None = None,
+) -> RecordStore:
+    """The store of ``url`` (its reads on the PostgreSQL hot standbys ``read_urls``), set up."""
+    records = open_record_store(url, clock=clock, read_urls=read_urls, max_lag_s=max_lag_s)
     records.setup()
     return records
 
@@ -88,6 +95,8 @@ def open_services(
     *,
     store_url: str,
     redis_url: str | None,
+    read_urls: Sequence[str] = (),
+    max_lag_s: float | None = None,
     embedder: Embedder | None = None,
     embedding_settings: object = None,
     stm_max_entries: int = 20,
@@ -103,11 +112,13 @@ def open_services(
     threads that take whatever texts queued meanwhile (``BatchingEmbedder``); ``pin_cores``
     gives the local model's calls cores of their own and a spill lane (``embeddings.cores``),
     for ``memstack serve --pin-cores`` alone on its cores. ``memory_enabled`` switches the
-    users' memory (``UserMemories``) on or off for every key; None: each key's right."""
+    users' memory (``UserMemories``) on or off for every key; None: each key's right.
+    ``read_urls``: hot standbys of the PostgreSQL ``store_url`` for reads, passed over
+    past ``max_lag_s`` of replay lag."""
     clock = clock or SystemClock()
     cores: CoreSplit | None = None
     batching: BatchingEmbedder | None = None
-    records = open_records(store_url, clock=clock)
+    records = open_records(store_url, clock=clock, read_urls=read_urls, max_lag_s=max_lag_s)
     try:
         short_term = _short_term(redis_url, stm_max_entries)
         if embedder is None:
@@ -193,6 +204,8 @@ def services_from_settings(
         memory_enabled=settings.memory_enabled,
         memory_max_items=settings.memory_max_items,
         store_url=settings.store_url,
+        read_urls=settings.postgres_read_urls,
+        max_lag_s=settings.postgres_max_lag_s,
         redis_url=settings.redis_url,
         embedding_settings=settings.embedding,
         stm_max_entries=settings.stm_max_entries,

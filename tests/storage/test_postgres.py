@@ -19,6 +19,7 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 import memstack.storage._postgres_ann as ann
+import memstack.storage._postgres_replicas as replicas
 import memstack.storage.postgres as pg
 from memstack.clock import ManualClock
 from memstack.embeddings import HashEmbedder
@@ -153,7 +154,7 @@ def plans(postgres_url: str) -> Iterator[tuple[ConnectionPool[Any], list[str]]]:
         yield pool, seen
 
 
-def _store(pool_or_url: Any, schema: str, **thresholds: int) -> PostgresRecordStore:
+def _store(pool_or_url: Any, schema: str, **thresholds: Any) -> PostgresRecordStore:
     store = PostgresRecordStore(pool_or_url, schema=schema, clock=ManualClock(), **thresholds)
     store.setup()
     return store
@@ -481,8 +482,11 @@ def _older_store(
     url: str, schema: str, monkeypatch: pytest.MonkeyPatch, *, migrations: int
 ) -> PostgresRecordStore:
     """A store set up as an older memstack did: its first ``migrations`` only
-    (``monkeypatch.undo()`` brings back the current ones)."""
+    (``monkeypatch.undo()`` brings back the current ones), and before migration 10 no
+    write counters (``_postgres_replicas.bump``)."""
     monkeypatch.setattr(pg, "MIGRATIONS", MIGRATIONS[:migrations])
+    if migrations < 10:
+        monkeypatch.setattr(replicas, "bump", lambda *_: None)
     old = PostgresRecordStore(url, schema=schema)
     old.setup()
     return old

@@ -11,8 +11,16 @@ import click
 
 from memstack.errors import MemstackError
 from memstack.settings import ServerSettings
+from memstack.storage.postgres import MAX_REPLICA_LAG_S
 
-__all__ = ["db_option", "echo_data_location", "postgres_option", "settings_from_env"]
+__all__ = [
+    "db_option",
+    "echo_data_location",
+    "postgres_lag_option",
+    "postgres_option",
+    "postgres_read_option",
+    "settings_from_env",
+]
 
 db_option = click.option(
     "--db",
@@ -23,6 +31,24 @@ db_option = click.option(
 )
 postgres_option = click.option(
     "--postgres-url", default=None, help="PostgreSQL instead of SQLite [env MEMSTACK_POSTGRES_URL]."
+)
+
+postgres_read_option = click.option(
+    "--postgres-read-url",
+    "postgres_read_urls",
+    multiple=True,
+    metavar="URL",
+    help="A hot standby of --postgres-url that answers recall, search and listing; repeat "
+    "for several. A read sees every write made before it (else the primary answers) "
+    "[env MEMSTACK_POSTGRES_READ_URL, comma-separated].",
+)
+postgres_lag_option = click.option(
+    "--postgres-max-lag",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="Pass over a hot standby whose replay lags more than this [env "
+    f"MEMSTACK_POSTGRES_MAX_LAG_S; default {MAX_REPLICA_LAG_S:g}].",
 )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from memstack.cli._store import postgres_lag_option, postgres_read_option
 from memstack.cli.models import local_model_option
 from memstack.errors import MemstackError
 from memstack.settings import ServerSettings
@@ -26,6 +27,8 @@ __all__ = ["mcp"]
 @click.option(
     "--postgres-url", default=None, help="PostgreSQL instead of SQLite [env MEMSTACK_POSTGRES_URL]."
 )
+@postgres_read_option
+@postgres_lag_option
 @click.option(
     "--redis-url", default=None, help="Redis for the short-term tier [env MEMSTACK_REDIS_URL]."
 )
@@ -46,6 +49,8 @@ __all__ = ["mcp"]
 def mcp(
     db: Path | None,
     postgres_url: str | None,
+    postgres_read_urls: tuple[str, ...],
+    postgres_max_lag: float | None,
     redis_url: str | None,
     durable: bool | None,
     agent_id: str | None,
@@ -67,6 +72,8 @@ def mcp(
             os.environ,
             db=db,
             postgres_url=postgres_url,
+            postgres_read_urls=postgres_read_urls,
+            postgres_max_lag=postgres_max_lag,
             redis_url=redis_url,
             durable=durable or None,
             local_model=local_model,

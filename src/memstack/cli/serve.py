@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memstack.cli._store import db_option, echo_data_location, postgres_option, settings_from_env
+from memstack.cli._store import (
+    db_option,
+    echo_data_location,
+    postgres_lag_option,
+    postgres_option,
+    postgres_read_option,
+    settings_from_env,
+)
 from memstack.cli.models import local_model_option
 from memstack.errors import MemstackError
 from memstack.home import first_key_file, write_private
@@ -27,6 +34,8 @@ if TYPE_CHECKING:
 @click.command()
 @db_option
 @postgres_option
+@postgres_read_option
+@postgres_lag_option
 @click.option(
     "--redis-url", default=None, help="Redis for the short-term tier [env MEMSTACK_REDIS_URL]."
 )
@@ -66,6 +75,8 @@ if TYPE_CHECKING:
 def serve(
     db: Path | None,
     postgres_url: str | None,
+    postgres_read_urls: tuple[str, ...],
+    postgres_max_lag: float | None,
     redis_url: str | None,
     host: str | None,
     port: int | None,
@@ -79,6 +90,8 @@ def serve(
     settings = settings_from_env(
         db=db,
         postgres_url=postgres_url,
+        postgres_read_urls=postgres_read_urls,
+        postgres_max_lag=postgres_max_lag,
         redis_url=redis_url,
         host=host,
         port=port,

@@ -37,6 +37,8 @@ Choices:
 - No ``records_ns_dim`` (9): no query plan used it (``EXPLAIN`` of every statement, on one
   large namespace and on many small ones); every search filters by namespace, and
   ``records_ns_kind``, ``records_ns_created`` or the primary key serve that as well.
+- ``write_marks`` (10): a counter per namespace that every write transaction bumps, so a
+  read on a hot standby can tell it holds the namespace's last write (``_postgres_replicas``).
 """
 
 from __future__ import annotations
@@ -151,5 +153,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " EXECUTE format('DROP INDEX %s', hnsw);"
         " END LOOP; END $$",
         "DROP INDEX IF EXISTS {schema}.records_ns_dim",
+    ),
+    (
+        # A write counter per namespace, for reads on hot standbys (_postgres_replicas).
+        "CREATE TABLE IF NOT EXISTS {schema}.write_marks"
+        " (namespace text PRIMARY KEY, seq bigint NOT NULL)",
     ),
 )

@@ -35,6 +35,9 @@ naming the extra to install.
   table does not fit, and every recall reads pages back from the operating system, so
   its tail latency is several times that of a server whose buffers hold the table
   (``tests/servers.py`` raises the setting).
+- Hot standbys (``read_urls``): recall, search and listing run on one that holds every
+  write memstack committed to the namespaces read, else on the primary; one that is down,
+  fails mid-read or lags past ``max_lag_s`` is skipped (``_postgres_replicas``).
 """
 
 from __future__ import annotations
@@ -43,14 +46,15 @@ import builtins
 import contextlib
 import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memstack.clock import Clock
 from memstack.errors import ConfigError, StoreUnavailable
 from memstack.storage import _postgres_ann as ann
 from memstack.storage import _postgres_query as q
+from memstack.storage import _postgres_replicas as replicas
 from memstack.storage import wait_budget
 from memstack.storage._postgres_schema import LOCK_KEY, MIGRATIONS
 from memstack.storage.backend import (
@@ -80,7 +84,9 @@ if TYPE_CHECKING:
     from psycopg.types import TypeInfo
     from psycopg_pool import ConnectionPool
 
-__all__ = ["PostgresBackend", "PostgresRecordStore"]
+__all__ = ["MAX_REPLICA_LAG_S", "PostgresBackend", "PostgresRecordStore"]
+
+_T = TypeVar("_T")
 
 _INSTALL = (
     'PostgresRecordStore needs psycopg, psycopg_pool and pgvector: pip install "memstack[postgres]"'
@@ -140,6 +146,9 @@ CONNECT_TIMEOUT_S = 3
 that does not answer (rather than refuses) holds a pool worker this long, not psycopg's
 130 s. Calls never wait for a connection attempt, only for the pool
 (``REQUEST_TIMEOUT_S``)."""
+MAX_REPLICA_LAG_S = 1.0
+"""A hot standby whose replay trails what it received by more than this many seconds is
+left out of reads (``_postgres_replicas``): it would show other writers' changes late."""
 
 
 class PostgresBackend:
@@ -156,6 +165,10 @@ class PostgresBackend:
     (``_postgres_ann``), through which its vector searches go once it is built.
     ``keyword_exact_limit``: a keyword search over a namespace of more rows than this
     ranks at most ``WORD_CANDIDATES`` rows per word.
+
+    ``read_urls``: hot standbys of the primary for the reads (``get``, ``list``,
+    ``count``, the searches, ``namespaces``, ``namespace_info``), each with a pool like
+    the primary's; ``max_lag_s``: the replay lag past which one is skipped.
     """
 
     def __init__(
@@ -168,6 +181,8 @@ class PostgresBackend:
         timeout: float = REQUEST_TIMEOUT_S,
         exact_limit: int = 5_000,
         keyword_exact_limit: int = 2_000,
+        read_urls: Sequence[str] = (),
+        max_lag_s: float = MAX_REPLICA_LAG_S,
     ) -> None:
         _import_psycopg()
         from psycopg_pool import ConnectionPool
@@ -186,19 +201,29 @@ class PostgresBackend:
         """Namespace -> rows with vectors this store's smaller writes added since its last
         ``_settle`` (fewer than ``BULK_ROWS``)."""
         self._owns_pool = isinstance(conninfo_or_pool, str)
-        if isinstance(conninfo_or_pool, str):
-            self._pool: ConnectionPool[Any] = ConnectionPool(
-                conninfo_or_pool,
-                kwargs=_connect_kwargs(conninfo_or_pool),
+
+        def pool(conninfo: str, name: str) -> ConnectionPool[Any]:
+            return ConnectionPool(
+                conninfo,
+                kwargs=_connect_kwargs(conninfo),
                 open=False,
                 min_size=min_size,
                 max_size=max_size,
                 timeout=timeout,
                 reconnect_timeout=RECONNECT_TIMEOUT_S,
-                name=f"memstack-{schema}",
+                name=name,
             )
+
+        if isinstance(conninfo_or_pool, str):
+            self._pool: ConnectionPool[Any] = pool(conninfo_or_pool, f"memstack-{schema}")
         else:
             self._pool = conninfo_or_pool
+        if isinstance(max_lag_s, bool) or not isinstance(max_lag_s, int | float) or max_lag_s < 0:
+            raise ConfigError(f"max_lag_s must be a non-negative number; got {max_lag_s!r}.")
+        self._max_lag_s = float(max_lag_s)
+        self._replicas = replicas.Replicas(
+            [pool(url, f"memstack-{schema}-replica{i}") for i, url in enumerate(read_urls)]
+        )
         self._open_lock = threading.Lock()
         self._opened = not self._owns_pool
         self._closed = False
@@ -245,6 +270,8 @@ class PostgresBackend:
             self._closed = True
             if self._owns_pool:
                 self._pool.close()
+            for replica in self._replicas.all:
+                replica.pool.close()
 
     def ping(self) -> None:
         """Return once a connection answers; ``StoreUnavailable`` after
@@ -277,6 +304,9 @@ class PostgresBackend:
             evicted = {cap.namespace: self._evict(conn, cap, batch.now) for cap in batch.caps}
             shrunk = {ns for ns, _ in batch.deletes} | set(evicted)
             self._forget_empty(conn, shrunk)
+            also = {ns for cap in batch.caps for ns in cap.also_from}
+            changed = {r.namespace for r in rows} | shrunk | also | set(batch.claims)
+            replicas.bump(conn, self._schema, builtins.list(changed))
         self._resized({r.namespace for r in rows}, shrunk)
         self._settle_added(rows)
         return WriteResult(deleted=deleted, evicted=evicted)
@@ -451,6 +481,7 @@ class PostgresBackend:
             conn.execute(
                 f"DELETE FROM {self._schema}.namespace_info WHERE namespace = %s", (namespace,)
             )
+            replicas.bump(conn, self._schema, [namespace])
             indexed = ann.found_indexes(conn, self._schema, namespace)
         self._resized((), {namespace})
         if indexed:  # dropped now (no rows are left), after the commit: CONCURRENTLY
@@ -467,6 +498,7 @@ class PostgresBackend:
                 f"UPDATE {self._schema}.namespace_info SET namespace = %s WHERE namespace = %s",
                 (new, old),
             )
+            replicas.bump(conn, self._schema, [old, new])
             indexed = ann.found_indexes(conn, self._schema, old)
             info = self._info(conn, new)
         self._resized((), {old, new})
@@ -504,6 +536,7 @@ class PostgresBackend:
                 f"UPDATE {info} SET namespace = %s WHERE namespace = %s", (namespace, copy)
             )
             swapped = self._info(conn, namespace)
+            replicas.bump(conn, self._schema, [copy, namespace])
         self._resized((), {copy, namespace})
         for name, dim in indexed:  # each index names its namespace: the stale ones go
             self._reconcile(name, dim, threading.Event())
@@ -534,6 +567,7 @@ class PostgresBackend:
             ).fetchall()
             shrunk = {str(row[0]) for row in gone}
             self._forget_empty(conn, shrunk)
+            replicas.bump(conn, self._schema, builtins.list(shrunk))
         self._resized((), shrunk)
         return len(gone)
 
@@ -542,8 +576,9 @@ class PostgresBackend:
     def get(
         self, namespace: str, ids: Sequence[str], now: float, *, expired: bool = False
     ) -> builtins.list[Record]:
-        with self._connection() as conn:
-            return self._get(conn, namespace, ids, now, expired=expired)
+        return self._read(
+            namespace, lambda conn: self._get(conn, namespace, ids, now, expired=expired)
+        )
 
     def _get(
         self,
@@ -560,9 +595,10 @@ class PostgresBackend:
     def list(self, namespace: str, wanted: Filter, page: Page, now: float) -> builtins.list[Record]:
         after, params = q.keyset(page.order, page.after)
         tail = f"{after} ORDER BY {q.ORDER_BY[page.order]} LIMIT %s OFFSET %s"
-        with self._connection() as conn:
-            params += [page.limit, page.offset]
-            return self._select(conn, namespace, wanted, now, tail, params)
+        params += [page.limit, page.offset]
+        return self._read(
+            namespace, lambda conn: self._select(conn, namespace, wanted, now, tail, params)
+        )
 
     def gather(
         self,
@@ -576,7 +612,10 @@ class PostgresBackend:
     ) -> Gathered:
         """One connection and transaction for the keyword and vector searches and the
         records' fetch (a snapshot, and no ping and commit between them)."""
-        with self._connection() as conn:
+
+        def searched(
+            conn: psycopg.Connection[Any],
+        ) -> tuple[builtins.list[Ranked], builtins.list[Ranked], builtins.list[Record]]:
             matched = self._text_search(conn, namespace, words, k, wanted, now) if words else []
             nearest: builtins.list[Ranked] = []
             if query is not None:
@@ -585,26 +624,33 @@ class PostgresBackend:
                     accept(info)
                     nearest = self._vector_search(conn, namespace, query, k, wanted, now)
             ids = candidate_ids(matched, nearest)
-            found = (
-                self._get(conn, namespace, ids, now, expired=wanted.include_expired) if ids else []
+            return (
+                matched,
+                nearest,
+                (
+                    self._get(conn, namespace, ids, now, expired=wanted.include_expired)
+                    if ids
+                    else []
+                ),
             )
+
+        matched, nearest, found = self._read(namespace, searched)
         records = {r.id: r for r in found}
         cosines = {} if query is None else matched_cosines(matched, records, query)
         return Gathered(matched=matched, nearest=nearest, cosines=cosines, records=records)
 
     def count(self, namespace: str, wanted: Filter, now: float) -> int:
         clause, params = q.where(namespace, wanted, now)
-        with self._connection() as conn:
-            row = conn.execute(
-                f"SELECT count(*) FROM {self._schema}.records r WHERE {clause}", params
-            ).fetchone()
+        sql = f"SELECT count(*) FROM {self._schema}.records r WHERE {clause}"
+        row = self._read(namespace, lambda conn: conn.execute(sql, params).fetchone())
         return 0 if row is None else int(row[0])
 
     def vector_search(
         self, namespace: str, query: Vector, k: int, wanted: Filter, now: float
     ) -> builtins.list[Ranked]:
-        with self._connection() as conn:
-            return self._vector_search(conn, namespace, query, k, wanted, now)
+        return self._read(
+            namespace, lambda conn: self._vector_search(conn, namespace, query, k, wanted, now)
+        )
 
     def _vector_search(
         self,
@@ -714,7 +760,7 @@ class PostgresBackend:
         """A pooled connection in autocommit mode (``CREATE INDEX CONCURRENTLY`` runs
         outside transactions), which ``close`` can cancel if ``cancellable``."""
         self._open()
-        with self._translated(self._pool.timeout):
+        with self._translated(self._pool.timeout, self._pool):
             conn = self._pool.getconn(self._pool.timeout)
             try:
                 conn.autocommit = True
@@ -756,25 +802,30 @@ class PostgresBackend:
     ) -> builtins.list[tuple[str, float] | None]:
         """One statement for the batch when the namespace is ranked exactly (a lateral
         join: each row's nearest, in the order asked); through the index one by one."""
+        return self._read(namespace, lambda conn: self._nearest(conn, namespace, queries, now))
+
+    def _nearest(
+        self, conn: psycopg.Connection[Any], namespace: str, queries: Matrix, now: float
+    ) -> builtins.list[tuple[str, float] | None]:
+        dim = int(queries.shape[1])
+        if self._index(conn, namespace, dim) is None:
+            clause, params = q.where(namespace, Filter(), now)
+            rows = conn.execute(
+                q.nearest_sql(self._schema, clause), [builtins.list(queries), *params, dim]
+            ).fetchall()
+            return [None if id is None else _ranked([(id, score)])[0] for id, score in rows]
         out: builtins.list[Ranked | None] = []
-        with self._connection() as conn:
-            dim = int(queries.shape[1])
-            if self._index(conn, namespace, dim) is None:
-                clause, params = q.where(namespace, Filter(), now)
-                rows = conn.execute(
-                    q.nearest_sql(self._schema, clause), [builtins.list(queries), *params, dim]
-                ).fetchall()
-                return [None if id is None else _ranked([(id, score)])[0] for id, score in rows]
-            for query in queries:
-                hits = self._vector_search(conn, namespace, query, 1, Filter(), now)
-                out.append(hits[0] if hits else None)
+        for query in queries:
+            hits = self._vector_search(conn, namespace, query, 1, Filter(), now)
+            out.append(hits[0] if hits else None)
         return out
 
     def text_search(
         self, namespace: str, words: Sequence[str], k: int, wanted: Filter, now: float
     ) -> builtins.list[Ranked]:
-        with self._connection() as conn:
-            return self._text_search(conn, namespace, words, k, wanted, now)
+        return self._read(
+            namespace, lambda conn: self._text_search(conn, namespace, words, k, wanted, now)
+        )
 
     def _text_search(
         self,
@@ -801,8 +852,8 @@ class PostgresBackend:
             " WHERE starts_with(namespace, %s) AND (expires_at IS NULL OR expires_at > %s)"
             " ORDER BY ns"
         )
-        with self._connection() as conn:
-            rows = conn.execute(sql, (prefix, now)).fetchall()
+        fence = replicas.Fence(prefix=prefix)
+        rows = self._read(fence, lambda conn: conn.execute(sql, (prefix, now)).fetchall())
         return [row[0] for row in rows]
 
     def ready(self, namespace: str) -> bool:
@@ -869,8 +920,7 @@ class PostgresBackend:
         return any(f.valid and f.dim == info.dim for f in found)
 
     def namespace_info(self, namespace: str) -> NamespaceInfo | None:
-        with self._connection() as conn:
-            return self._info(conn, namespace)
+        return self._read(namespace, lambda conn: self._info(conn, namespace))
 
     def _info(self, conn: psycopg.Connection[Any], namespace: str) -> NamespaceInfo | None:
         row = conn.execute(
@@ -897,23 +947,56 @@ class PostgresBackend:
         with self._connection() as conn:
             return conn.execute(sql, params).rowcount
 
+    def _read(
+        self, fence: str | replicas.Fence, work: Callable[[psycopg.Connection[Any]], _T]
+    ) -> _T:
+        """``work`` on a hot standby that holds every write memstack committed to the
+        namespaces of ``fence`` (a namespace, or a ``Fence``), within the lag bound; else,
+        or should every standby fail, on the primary (``_postgres_replicas``)."""
+        if not self._replicas.all:
+            with self._connection() as conn:
+                return work(conn)
+        import psycopg
+
+        if isinstance(fence, str):
+            fence = replicas.Fence(names=(fence,))
+        with self._connection(vectors=False) as conn:
+            wanted = replicas.marks(conn, self._schema, fence)
+        for replica in self._replicas.in_turn():
+            try:
+                with self._connection(pool=replica.pool, timeout=replicas.WAIT_S) as conn:
+                    if replicas.fresh(conn, self._schema, wanted, self._max_lag_s):
+                        return work(conn)
+            except StoreUnavailable:
+                replica.skip()  # down, or gone mid-read: left out a while
+            except (ConfigError, psycopg.Error):
+                pass  # failing mid-read, or not migrated yet: the next one answers
+        with self._connection() as conn:
+            return work(conn)
+
     @contextmanager
     def _connection(
-        self, *, vectors: bool = True, timeout: float | None = None
+        self,
+        *,
+        vectors: bool = True,
+        timeout: float | None = None,
+        pool: ConnectionPool[Any] | None = None,
     ) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection in a transaction: committed if the block succeeds; with
-        ``vectors``, pgvector's binary adapter is registered on it. ``StoreUnavailable``
-        when none answers within ``timeout`` (the pool's, ``REQUEST_TIMEOUT_S``, by
-        default) or the server goes away during the block."""
+        """A connection of ``pool`` (the primary's by default) in a transaction:
+        committed if the block succeeds; with ``vectors``, pgvector's binary adapter is
+        registered on it. ``StoreUnavailable`` when none answers within ``timeout`` (the
+        pool's, ``REQUEST_TIMEOUT_S``, by default) or the server goes away during the
+        block."""
         self._open()
-        wait = wait_budget.allowance(self._pool.timeout if timeout is None else timeout)
-        with self._translated(wait), self._pooled(wait) as conn:
+        pool = self._pool if pool is None else pool
+        wait = wait_budget.allowance(pool.timeout if timeout is None else timeout)
+        with self._translated(wait, pool), self._pooled(wait, pool) as conn:
             if vectors:
                 self._register_vector(conn)
             yield conn
 
     @contextmanager
-    def _translated(self, wait: float) -> Iterator[None]:
+    def _translated(self, wait: float, pool: ConnectionPool[Any]) -> Iterator[None]:
         """psycopg's errors of a missing schema or an unreachable server as ours."""
         import psycopg
         import psycopg_pool
@@ -927,7 +1010,7 @@ class PostgresBackend:
         except psycopg_pool.PoolTimeout as exc:
             raise StoreUnavailable(
                 f"PostgreSQL is unavailable: no connection within {wait:g} s (the server "
-                f"is down or unreachable, or all {self._pool.max_size} connections of the "
+                f"is down or unreachable, or all {pool.max_size} connections of the "
                 "pool are busy)"
             ) from exc
         except (
@@ -938,7 +1021,9 @@ class PostgresBackend:
             raise StoreUnavailable(f"PostgreSQL is unavailable: {exc}") from exc
 
     @contextmanager
-    def _pooled(self, timeout: float) -> Iterator[psycopg.Connection[Any]]:
+    def _pooled(
+        self, timeout: float, pool: ConnectionPool[Any]
+    ) -> Iterator[psycopg.Connection[Any]]:
         """A connection of the pool that has just answered a ping (an empty query, one
         round trip), as a transaction (``with conn``), given back after the block.
 
@@ -960,21 +1045,21 @@ class PostgresBackend:
                     "PostgreSQL is unavailable: this request has already waited as "
                     "long as it may for a connection"
                 )
-            conn = self._pool.getconn(timeout)
+            conn = pool.getconn(timeout)
             while not _answers(conn):
-                self._pool.putconn(conn)
-                self._pool.check()
+                pool.putconn(conn)
+                pool.check()
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise PoolTimeout(f"no connection answered within {timeout:g} s")
-                conn = self._pool.getconn(left)
+                conn = pool.getconn(left)
         finally:
             wait_budget.spend(time.monotonic() - started)
         try:
             with conn:
                 yield conn
         finally:
-            self._pool.putconn(conn)
+            pool.putconn(conn)
 
     def _register_vector(self, conn: psycopg.Connection[Any]) -> None:
         """pgvector's adapter on ``conn``: its type is looked up once, then registering is
@@ -999,12 +1084,16 @@ class PostgresBackend:
             if not self._opened:
                 self._pool.open()
                 self._opened = True
+            for replica in self._replicas.all:
+                if replica.pool.closed:
+                    replica.pool.open()
 
 
 class PostgresRecordStore(RecordStore):
     """A ``RecordStore`` on a ``PostgresBackend``: a conninfo string or URL (the store
     then owns, opens on first use, and closes its pool), or an open pool the caller closes.
-    The search thresholds are ``PostgresBackend``'s."""
+    The search thresholds and the hot standbys (``read_urls``, ``max_lag_s``) are
+    ``PostgresBackend``'s."""
 
     def __init__(
         self,
@@ -1017,6 +1106,8 @@ class PostgresRecordStore(RecordStore):
         timeout: float = REQUEST_TIMEOUT_S,
         exact_limit: int = 5_000,
         keyword_exact_limit: int = 2_000,
+        read_urls: Sequence[str] = (),
+        max_lag_s: float = MAX_REPLICA_LAG_S,
     ) -> None:
         backend = PostgresBackend(
             conninfo_or_pool,
@@ -1026,15 +1117,24 @@ class PostgresRecordStore(RecordStore):
             timeout=timeout,
             exact_limit=exact_limit,
             keyword_exact_limit=keyword_exact_limit,
+            read_urls=read_urls,
+            max_lag_s=max_lag_s,
         )
         super().__init__(backend, clock=clock)
 
     @classmethod
     def from_url(
-        cls, url: str, *, clock: Clock | None = None, schema: str = "memstack"
+        cls,
+        url: str,
+        *,
+        clock: Clock | None = None,
+        schema: str = "memstack",
+        read_urls: Sequence[str] = (),
+        max_lag_s: float = MAX_REPLICA_LAG_S,
     ) -> PostgresRecordStore:
-        """``postgresql://user:password@host:port/db?...``, a libpq URL."""
-        return cls(url, clock=clock, schema=schema)
+        """``postgresql://user:password@host:port/db?...``, a libpq URL; ``read_urls``
+        name hot standbys of it for the reads."""
+        return cls(url, clock=clock, schema=schema, read_urls=read_urls, max_lag_s=max_lag_s)
 
 
 def _locked(batch: WriteBatch) -> builtins.list[str]:
