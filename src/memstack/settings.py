@@ -43,6 +43,9 @@ class ServerSettings:
     redis_url: str | None = None
     """Redis for the short-term tier, in-process when unset (``--redis-url``,
     ``MEMSTACK_REDIS_URL``)."""
+    redis_cluster: bool = False
+    """``--redis-cluster`` / ``MEMSTACK_REDIS_CLUSTER=1``: ``redis_url`` names one node of a
+    Redis Cluster."""
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     workers: int = 1
@@ -115,6 +118,9 @@ class ServerSettings:
                 MAX_REPLICA_LAG_S,
             ),
             redis_url=pick("redis_url", "MEMSTACK_REDIS_URL"),
+            redis_cluster=_bool(
+                pick("redis_cluster", "MEMSTACK_REDIS_CLUSTER"), "MEMSTACK_REDIS_CLUSTER"
+            ),
             host=pick("host", "MEMSTACK_HOST") or DEFAULT_HOST,
             port=_int(pick("port", "MEMSTACK_PORT"), "MEMSTACK_PORT", DEFAULT_PORT, 1, 65_535),
             workers=_int(pick("workers", "MEMSTACK_WORKERS"), "MEMSTACK_WORKERS", 1, 1, 256),
@@ -159,6 +165,7 @@ class ServerSettings:
             "MEMSTACK_POSTGRES_READ_URL": ",".join(self.postgres_read_urls),
             "MEMSTACK_POSTGRES_MAX_LAG_S": repr(self.postgres_max_lag_s),
             "MEMSTACK_REDIS_URL": self.redis_url or "",
+            "MEMSTACK_REDIS_CLUSTER": "1" if self.redis_cluster else "0",
             "MEMSTACK_HOST": self.host,
             "MEMSTACK_PORT": str(self.port),
             "MEMSTACK_WORKERS": str(self.workers),
@@ -188,7 +195,9 @@ class ServerSettings:
             long_term += f" (reads on {len(self.postgres_read_urls)} hot standbys)"
         if self.durable and not self.postgres_url:
             long_term += " (durable: synchronous=FULL)"
-        short_term = "Redis" if self.redis_url else "in-process"
+        short_term = "in-process"
+        if self.redis_url:
+            short_term = "Redis Cluster" if self.redis_cluster else "Redis"
         return f"long-term tier: {long_term}; short-term tier: {short_term}"
 
 

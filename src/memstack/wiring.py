@@ -95,6 +95,7 @@ def open_services(
     *,
     store_url: str,
     redis_url: str | None,
+    redis_cluster: bool = False,
     read_urls: Sequence[str] = (),
     max_lag_s: float | None = None,
     embedder: Embedder | None = None,
@@ -120,7 +121,7 @@ def open_services(
     batching: BatchingEmbedder | None = None
     records = open_records(store_url, clock=clock, read_urls=read_urls, max_lag_s=max_lag_s)
     try:
-        short_term = _short_term(redis_url, stm_max_entries)
+        short_term = _short_term(redis_url, stm_max_entries, cluster=redis_cluster)
         if embedder is None:
             # Concurrent requests share model calls, and repeated queries skip the model.
             batching, cores = _batched_model(embedding_settings, pin_cores=pin_cores)
@@ -157,12 +158,13 @@ def open_services(
     )
 
 
-def _short_term(redis_url: str | None, max_entries: int) -> ShortTermTier:
-    """The short-term tier: in Redis when ``redis_url`` is given, else in process."""
+def _short_term(redis_url: str | None, max_entries: int, *, cluster: bool) -> ShortTermTier:
+    """The short-term tier: in Redis (a Redis Cluster with ``cluster``) when ``redis_url``
+    is given, else in process."""
     if redis_url:
         from memstack.service.stm_redis import RedisTier
 
-        return RedisTier.from_url(redis_url, max_entries=max_entries)
+        return RedisTier.from_url(redis_url, max_entries=max_entries, cluster=cluster)
     return InProcessTier(max_entries=max_entries)
 
 
@@ -207,6 +209,7 @@ def services_from_settings(
         read_urls=settings.postgres_read_urls,
         max_lag_s=settings.postgres_max_lag_s,
         redis_url=settings.redis_url,
+        redis_cluster=settings.redis_cluster,
         embedding_settings=settings.embedding,
         stm_max_entries=settings.stm_max_entries,
         ltm_max_entries=settings.ltm_max_entries,

@@ -39,6 +39,12 @@ if TYPE_CHECKING:
 @click.option(
     "--redis-url", default=None, help="Redis for the short-term tier [env MEMSTACK_REDIS_URL]."
 )
+@click.option(
+    "--redis-cluster",
+    is_flag=True,
+    default=None,
+    help="--redis-url names one node of a Redis Cluster [env MEMSTACK_REDIS_CLUSTER=1].",
+)
 @click.option("--host", default=None, help="[env MEMSTACK_HOST; default 127.0.0.1]")
 @click.option("--port", type=int, default=None, help=f"[env MEMSTACK_PORT; default {DEFAULT_PORT}]")
 @click.option(
@@ -78,6 +84,7 @@ def serve(
     postgres_read_urls: tuple[str, ...],
     postgres_max_lag: float | None,
     redis_url: str | None,
+    redis_cluster: bool | None,
     host: str | None,
     port: int | None,
     workers: int | None,
@@ -93,6 +100,7 @@ def serve(
         postgres_read_urls=postgres_read_urls,
         postgres_max_lag=postgres_max_lag,
         redis_url=redis_url,
+        redis_cluster=redis_cluster or None,
         host=host,
         port=port,
         workers=workers,

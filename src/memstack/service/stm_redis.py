@@ -48,11 +48,12 @@ nothing behind for long).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from memstack.errors import ConfigError, InvalidInput, StoreUnavailable
 from memstack.service.stm import (
@@ -70,6 +71,7 @@ from memstack.service.types import Memory, memory_from_json, memory_to_json
 
 if TYPE_CHECKING:
     import redis
+    from redis.cluster import RedisCluster
 
 __all__ = ["DEFAULT_PREFIX", "STATE_TTL_S", "BucketKeys", "KeyLayout", "RedisTier"]
 
@@ -337,21 +339,34 @@ def _encode(part: str) -> str:
     return quote(part, safe="")
 
 
+_SCRIPTS: Final = {
+    "put": _PUT,
+    "read": _READ,
+    "remove": _REMOVE,
+    "replace": _REPLACE,
+    "clear": _CLEAR_TENANT,
+    "renew": _RENEW,
+}
+
+
 class RedisTier:
     """A ``ShortTermTier`` in Redis (see the module docstring for the layout).
 
-    Pass an open ``redis.Redis`` client (the caller closes it), or use ``from_url`` (the
-    tier then owns the client and ``close()`` closes it). The client may or may not
-    decode responses.
+    Pass an open ``redis.Redis`` or ``redis.cluster.RedisCluster`` client (the caller
+    closes it), or use ``from_url`` (the tier then owns the client and ``close()`` closes
+    it). The client may or may not decode responses.
     """
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.Redis | RedisCluster | None = None,
         *,
         max_entries: int = DEFAULT_MAX_ENTRIES,
         prefix: str = DEFAULT_PREFIX,
+        connect: Callable[[], RedisCluster] | None = None,
     ) -> None:
+        """``connect`` instead of ``client``: the client is made at the first call (a
+        cluster client reaches its nodes as it is made, which may fail)."""
         _import_redis()
         import redis.exceptions
 
@@ -360,19 +375,20 @@ class RedisTier:
             raise InvalidInput(
                 f"prefix must be a non-empty string, not {prefix!r}.", field="prefix"
             )
+        if (client is None) == (connect is None):
+            raise InvalidInput("give RedisTier a client or connect, not both or neither.")
         self.keys = KeyLayout(prefix=prefix)
         self._client = client
+        self._connect = connect
+        self._connecting = threading.Lock()
+        self._scripts: dict[str, Any] = {}
         self._owns_client = False
         self._closed = False
-        self._errors = redis.exceptions.RedisError
-        self._where = _describe(client)
-        self._put = client.register_script(_PUT)
-        self._read = client.register_script(_READ)
-        self._remove = client.register_script(_REMOVE)
-        self._replace = client.register_script(_REPLACE)
-        self._clear = client.register_script(_CLEAR_TENANT)
-        self._renew = client.register_script(_RENEW)
+        self._errors = (redis.exceptions.RedisError, redis.exceptions.RedisClusterException)
+        self._where = _describe(client) if client is not None else "a Redis Cluster"
         self._generations = GenerationWatch()
+        if client is not None:
+            self._register(client)
 
     @classmethod
     def from_url(
@@ -382,23 +398,27 @@ class RedisTier:
         max_entries: int = DEFAULT_MAX_ENTRIES,
         prefix: str = DEFAULT_PREFIX,
         timeout: float = 2.0,
+        cluster: bool = False,
     ) -> RedisTier:
         """``redis://[[user]:[password]@]host[:port][/db]``, ``rediss://...`` or
-        ``unix:///path.sock``. Nothing connects until the first call; a server that
-        does not answer within ``timeout`` seconds makes calls raise ``StoreUnavailable``.
+        ``unix:///path.sock``; with ``cluster``, a Redis Cluster, the URL naming one of its
+        nodes (db 0). Nothing connects until the first call; a server that does not
+        answer within ``timeout`` seconds makes calls raise ``StoreUnavailable``.
         """
         _import_redis()
         import redis
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
+        options: dict[str, Any] = {
+            "socket_timeout": timeout,
+            "socket_connect_timeout": timeout,
+            "retry": Retry(NoBackoff(), 1),  # one reconnect (Redis restarted), then fail
+        }
+        if cluster:
+            return cls._cluster_from_url(url, options, max_entries=max_entries, prefix=prefix)
         try:
-            client = redis.Redis.from_url(
-                url,
-                socket_timeout=timeout,
-                socket_connect_timeout=timeout,
-                retry=Retry(NoBackoff(), 1),  # one reconnect (Redis restarted), then fail
-            )
+            client = redis.Redis.from_url(url, **options)
         except (ValueError, TypeError) as exc:
             raise ConfigError(
                 f"invalid Redis URL {_redact(url)!r}: {exc}. Use "
@@ -412,10 +432,36 @@ class RedisTier:
         tier._owns_client = True
         return tier
 
+    @classmethod
+    def _cluster_from_url(
+        cls, url: str, options: dict[str, Any], *, max_entries: int, prefix: str
+    ) -> RedisTier:
+        from redis.cluster import RedisCluster
+
+        parsed = urlsplit(url)
+        if parsed.scheme not in ("redis", "rediss") or not parsed.hostname:
+            raise ConfigError(
+                f"invalid Redis Cluster URL {_redact(url)!r}: name one node of the cluster, "
+                "redis://[[user]:[password]@]host[:port] (or rediss://)."
+            )
+        if parsed.path not in ("", "/", "/0"):
+            raise ConfigError(
+                f"a Redis Cluster has db 0 only, not {parsed.path.lstrip('/')!r} "
+                f"({_redact(url)!r}): drop the /db from the URL."
+            )
+
+        def connect() -> RedisCluster:
+            return RedisCluster.from_url(url, **options)
+
+        tier = cls(max_entries=max_entries, prefix=prefix, connect=connect)
+        tier._where = f"redis://{parsed.hostname}:{parsed.port or 6379} (a cluster node)"
+        tier._owns_client = True
+        return tier
+
     def put(self, memory: Memory) -> None:
         keys = self.keys.bucket(memory.tenant, memory.bucket)
         args = [memory.bucket, self.max_entries, *_entry(memory)]
-        self._run(memory.tenant, "store a memory", self._put, keys.all(), args)
+        self._run(memory.tenant, "store a memory", "put", keys.all(), args)
 
     def recent(
         self, tenant: str, bucket: str, *, now: float, limit: int | None = None
@@ -426,9 +472,7 @@ class RedisTier:
         count = check_limit(limit, self.max_entries)
         keys = self.keys.bucket(tenant, bucket)
         args: list[str | int] = [bucket, repr(float(now)), count, self.max_entries]
-        epoch, version, *rows = self._run(
-            tenant, "read recent memories", self._read, keys.all(), args
-        )
+        epoch, version, *rows = self._run(tenant, "read recent memories", "read", keys.all(), args)
         return BucketRead(
             memories=[self._decode(row, keys.memories) for row in rows],
             epoch=_text(epoch) or None,
@@ -440,7 +484,7 @@ class RedisTier:
             return 0
         keys = self.keys.bucket(tenant, bucket)
         args = [bucket, self.max_entries, *ids]
-        (removed,) = self._run(tenant, "remove memories", self._remove, keys.all(), args)
+        (removed,) = self._run(tenant, "remove memories", "remove", keys.all(), args)
         return int(removed)
 
     def replace(
@@ -457,18 +501,18 @@ class RedisTier:
         args: list[str | float] = [bucket, check_epoch(epoch) or "", check_version(if_version)]
         for memory in kept:
             args.extend(_entry(memory))
-        (replaced,) = self._run(tenant, "replace a bucket", self._replace, keys.all(), args)
+        (replaced,) = self._run(tenant, "replace a bucket", "replace", keys.all(), args)
         return bool(replaced)
 
     def clear_tenant(self, tenant: str) -> int:
         index = self.keys.index(tenant)
         for _ in range(_CLEAR_ATTEMPTS):
             with self._calling("clear a tenant"):
-                buckets = [_text(b) for b in self._client.smembers(index)]
+                buckets = [_text(b) for b in self._connected().smembers(index)]
             keys = [self.keys.generation(tenant), index]
             for bucket in buckets:
                 keys.extend(self.keys.bucket(tenant, bucket).own())
-            (cleared,) = self._run(tenant, "clear a tenant", self._clear, keys, buckets)
+            (cleared,) = self._run(tenant, "clear a tenant", "clear", keys, buckets)
             if int(cleared) >= 0:
                 return int(cleared)
         raise StoreUnavailable(
@@ -481,23 +525,23 @@ class RedisTier:
         written again (a benchmark's throwaway tenant), which then leaves no key."""
         cleared = self.clear_tenant(tenant)
         with self._calling("forget a tenant"):
-            self._client.delete(self.keys.generation(tenant))
+            self._connected().delete(self.keys.generation(tenant))
         self._generations.forget(tenant)
         return cleared
 
     def ping(self) -> None:
         with self._calling("answer PING"):
-            self._client.ping()
+            self._connected().ping()
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        if self._owns_client:
+        if self._owns_client and self._client is not None:
             self._client.close()
 
     def _run(
-        self, tenant: str, action: str, script: Any, keys: list[str], args: Sequence[object]
+        self, tenant: str, action: str, script: str, keys: list[str], args: Sequence[object]
     ) -> list[Any]:
         """Run a script of the tenant's; its answer after the generation it returns
         first. ``StoreUnavailable`` when that generation shows the dataset is not the one
@@ -505,7 +549,8 @@ class RedisTier:
         dataset, and every bucket filled before may be old."""
         before = self._generations.before(tenant)
         with self._calling(action):
-            reply: list[Any] = script(keys=keys, args=args)
+            self._connected()
+            reply: list[Any] = self._scripts[script](keys=keys, args=args)
         seen = Generation(_text(reply[0]), int(reply[1]))
         verdict = self._generations.after(tenant, before, seen)
         if verdict == "same":
@@ -513,7 +558,7 @@ class RedisTier:
         if verdict == "older":
             key = self.keys.generation(tenant)
             with self._calling("renew a generation"):
-                token, count = self._renew(keys=[key], args=[seen.token])
+                token, count = self._scripts["renew"](keys=[key], args=[seen.token])
             self._generations.adopt(tenant, Generation(_text(token), int(count)))
         assert before is not None  # a first answer is always "same"
         raise StoreUnavailable(
@@ -523,6 +568,21 @@ class RedisTier:
             "flushed or failed over without a restart); its buckets are filled again "
             "from the long-term tier."
         )
+
+    def _connected(self) -> redis.Redis | RedisCluster:
+        """The client, made now if the tier was given ``connect`` (call it inside
+        ``_calling``: making it may fail as any call does)."""
+        if self._client is None:
+            with self._connecting:
+                if self._client is None:
+                    assert self._connect is not None
+                    client = self._connect()
+                    self._register(client)
+                    self._client = client
+        return self._client
+
+    def _register(self, client: redis.Redis | RedisCluster) -> None:
+        self._scripts = {name: client.register_script(lua) for name, lua in _SCRIPTS.items()}
 
     @contextmanager
     def _calling(self, action: str) -> Iterator[None]:
