@@ -12,6 +12,7 @@ from memstack.service.global_identity import MIGRATED_ID
 from memstack.service.principal import Principal
 from memstack.wiring import Services
 from tests.server.conftest import Keys, LiveServer
+from tests.servers import PostgresServer
 
 
 def _bench(*args: str) -> list[str]:
@@ -149,7 +150,7 @@ def test_bench_server_compares_worker_counts_on_postgres_and_redis_and_leaves_no
     assert second["cpu_per_request_ratio"] == round(cpu[1] / cpu[0], 2)
     assert second["p95_ms"] == runs[1]["latency_ms"]["p95"]
     assert second["p95_ms_by_operation"]["store"] == runs[1]["by_operation"]["store"]["p95"]
-    assert "workers compared (postgres, short-term tier redis)" in result.output
+    assert "configurations compared (postgres, short-term tier redis)" in result.output
     assert "req/s ratio" in result.output
     assert _rows(postgres_url) == rows_before
     tenants = {run["spawned"]["tenant"] for run in runs}
@@ -174,6 +175,7 @@ def test_bench_server_compares_worker_counts_on_postgres_and_redis_and_leaves_no
         (["--workers", "0"], "from 1 to 256"),
         (["--url", "http://127.0.0.1:9", "--api-key", "k", "--workers", "2"], "drop them"),
         (["--durable", "--postgres-url", "postgresql://127.0.0.1:9/db"], "durable already"),
+        (["--postgres-read-url", "postgresql://127.0.0.1:9/db"], "hot standby of --postgres-url"),
     ],
 )
 def test_bench_server_rejects_bad_options(args: list[str], message: str):
@@ -187,3 +189,69 @@ def test_an_unreachable_server_is_a_one_line_error():
     )
     assert result.exit_code == 1 and "the server at http://127.0.0.1:9 failed" in result.output
     assert "Traceback" not in result.output
+
+
+def test_bench_server_compares_reads_on_a_standby_and_says_what_saturates(
+    replicated_postgres: tuple[PostgresServer, PostgresServer], redis_url: str, tmp_path: Path
+):
+    primary, standby = (server.url for server in replicated_postgres)
+    out = tmp_path / "replica.json"
+    rows_before = _rows(primary)
+    reads_before = _transactions(standby)
+    result = CliRunner().invoke(
+        main,
+        _bench(
+            *("--postgres-url", primary, "--postgres-read-url", standby),
+            *("--redis-url", redis_url, "--clients", "4", "--duration", "3"),
+            *("--max-requests", "60", "--out", str(out)),
+        ),
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["replicas"] == 1 and report["workers"] == [1]
+    first, second = report["comparison"]
+    assert (first["configuration"], second["configuration"]) == ("1 worker", "1 worker + 1 standby")
+    assert [run["replicas"] for run in report["runs"]] == [0, 1]
+    assert first["requests_per_s_ratio"] == first["p99_ratio"] == 1.0
+    run = report["runs"][1]
+    assert second["p99_ms"] == run["latency_ms"]["p99"]
+    assert second["p99_ratio"] == round(run["latency_ms"]["p99"] / first["p99_ms"], 2)
+    parts = {part["part"]: part for part in run["saturation"]["parts"]}
+    assert set(parts) == {
+        "memstack server",
+        "PostgreSQL primary",
+        "PostgreSQL standby 1",
+        "Redis",
+        "load generator",
+        "embedder (of the server)",
+    }
+    assert "PostgreSQL standby 1" not in {
+        p["part"] for p in report["runs"][0]["saturation"]["parts"]
+    }
+    assert parts["memstack server"]["cpu_s"] > 0 and parts["PostgreSQL primary"]["cpu_s"] > 0
+    for name in ("memstack server", "PostgreSQL primary", "PostgreSQL standby 1", "Redis"):
+        assert parts[name]["cpu_s"] >= 0, name  # each part was read
+        used = parts[name]["cpu_s"] / run["seconds"]
+        assert abs(parts[name]["cores_used"] - used) < 0.02
+        assert abs(parts[name]["utilization"] - used / parts[name]["capacity_cores"]) < 0.02
+    assert (
+        parts["Redis"]["capacity_cores"] == 1.0 and parts["embedder (of the server)"]["estimated"]
+    )
+    measured = [p for p in parts.values() if not p.get("estimated")]
+    top = max(p["utilization"] for p in measured)
+    assert parts[run["saturation"]["saturates_first"]]["utilization"] == top
+    assert second["saturates_first"] == run["saturation"]["saturates_first"]
+    assert "CPU by part" in result.output and "1 worker + 1 standby" in result.output
+    assert _rows(primary) == rows_before
+    reads = sum(run["by_operation"][op]["count"] for op in ("search", "list"))
+    served = _transactions(standby) - reads_before
+    assert served >= reads // 2  # the standby answered reads (the rest went to the primary)
+
+
+def _transactions(url: str) -> int:
+    """Transactions the server at ``url`` has committed, by its statistics."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute("SELECT sum(xact_commit)::bigint FROM pg_stat_database").fetchone()
+    assert row is not None
+    return int(row[0])

@@ -196,19 +196,31 @@ def ingest_command(p: Payload, out: str) -> str:
 
 
 def server_tables(p: Payload) -> list[str]:
-    """One run's tables; a comparison of worker counts (``--workers 1,2``) first sets the
-    runs side by side, as ratios to the first, then gives each run's tables."""
+    """One run's tables; a comparison of configurations (``--workers 1,2``, with and
+    without standbys) first sets the runs side by side, as ratios to the first, with
+    what each saturated, then gives each run's tables."""
     if "comparison" not in p:
         return _server_run(p)
-    headers: tuple[str, ...] = ("workers", "requests", "errors", "requests/s", "p95 ms")
+    rows = p["comparison"]
+    extended = all("p99_ms" in row for row in rows)
+    headers: tuple[str, ...] = ("configuration" if extended else "workers",)
+    headers += ("requests", "errors", "requests/s", "p95 ms")
+    headers += ("p99 ms",) if extended else ()
     headers += ("server CPU ms/request", "floor CPU ms/request", "requests/s ratio")
+    headers += ("p99 ratio",) if extended else ()
     headers += ("CPU/request ratio",)
-    fields: tuple[str, ...] = ("workers", "requests", "errors", "requests_per_s", "p95_ms")
-    fields += ("server_cpu_ms_per_request", "floor_cpu_ms_per_request")
-    fields += ("requests_per_s_ratio", "cpu_per_request_ratio")
-    lines = md_table(headers, [[row.get(f) for f in fields] for row in p["comparison"]])
-    for run in p["runs"]:
-        lines += ["", f"With {run['workers']} workers:", "", *_server_run(run)]
+    headers += ("saturates first", "machine utilization") if extended else ()
+    fields: tuple[str, ...] = ("configuration" if extended else "workers",)
+    fields += ("requests", "errors", "requests_per_s", "p95_ms")
+    fields += ("p99_ms",) if extended else ()
+    fields += ("server_cpu_ms_per_request", "floor_cpu_ms_per_request", "requests_per_s_ratio")
+    fields += ("p99_ratio",) if extended else ()
+    fields += ("cpu_per_request_ratio",)
+    fields += ("saturates_first", "machine_utilization") if extended else ()
+    lines = md_table(headers, [[row.get(f) for f in fields] for row in rows])
+    for run, row in zip(p["runs"], rows, strict=True):
+        named = row.get("configuration") or f"{run['workers']} workers"
+        lines += ["", f"With {named}:", "", *_server_run(run)]
     return lines
 
 
@@ -234,7 +246,26 @@ def _server_run(p: Payload) -> list[str]:
     overall = p["latency_ms"]
     by_op.append(["all", p["requests"], overall["p50"], overall["p95"], overall["p99"], None])
     tables = [md_table(totals, [first]), md_table(cpu, [second]), md_table(ops, by_op)]
+    tables += [_saturation(p["saturation"])] if "saturation" in p else []
     return [line for table in tables for line in [*table, ""]][:-1]
+
+
+def _saturation(found: Payload) -> list[str]:
+    """The CPU each part of the deployment used during the load, and which led."""
+    headers = ("part", "CPU s", "cores used", "can use", "utilization")
+    rows = [
+        [
+            part["part"] + (" (estimated)" if part.get("estimated") else ""),
+            part["cpu_s"],
+            part["cores_used"],
+            part.get("capacity_cores"),
+            part.get("utilization"),
+        ]
+        for part in found["parts"]
+    ]
+    lead = f"Saturates first: {found['saturates_first']}; the machine at "
+    lead += f"{found['machine_utilization']} of its cores."
+    return [*md_table(headers, rows), "", lead]
 
 
 def server_command(p: Payload, out: str) -> str:
@@ -244,6 +275,7 @@ def server_command(p: Payload, out: str) -> str:
         parts.append("--url URL --api-key KEY")
         parts += ["--server-pid PID"] if run.get("server_cpu_ms_per_request") else []
     parts += ["--postgres-url URL"] if run.get("store") == "postgres" else []
+    parts += ["--postgres-read-url URL"] * int(p.get("replicas", 0) or 0)
     parts += ["--redis-url URL"] if run.get("short_term") == "redis" else []
     workers = p["workers"] if "comparison" in p else [run.get("workers", 1)]
     parts += [f"--workers {','.join(str(w) for w in workers)}"] if workers != [1] else []

@@ -5,6 +5,10 @@ against ``MemoryService`` opened by ``open_services`` on a temporary SQLite file
 the server's own wiring (its embedder stack, from the same embedding settings), and
 ``time.process_time()`` (every thread of this process) is read around each. What the
 server spends per request above this is HTTP, auth, serialization and concurrency.
+
+The embedder's part of it is measured apart, after the replay: the texts the calls
+embed (a store's ``key: value``, a search's query), in the same order, through the same
+model behind a fresh cache, as the server's model and cache see them.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memstack.bench.load import Call
-from memstack.embeddings import EmbeddingSettings
+from memstack.embeddings import Embedder, EmbeddingSettings
+from memstack.embeddings.cache import CachedEmbedder
 from memstack.service.memories import MemoryService
 from memstack.service.principal import Principal
 from memstack.wiring import open_services
@@ -31,6 +36,8 @@ class CpuFloor:
     cpu_ms: dict[str, float]
     """Mean CPU milliseconds per call, by operation."""
     cpu_ms_per_request: float
+    embed_cpu_ms_per_request: float = 0.0
+    """The embedder's share of ``cpu_ms_per_request``."""
 
 
 async def replay_in_process(
@@ -55,6 +62,7 @@ async def replay_in_process(
                 await _apply(services.memories, principal, call)
                 spent[call.op].append((time.process_time() - started) * 1000)
                 progress(1)
+            embed_ms = _embedding_cpu_ms(services.embedder, calls)
         finally:
             services.close()
     every = [ms for values in spent.values() for ms in values]
@@ -62,7 +70,28 @@ async def replay_in_process(
         calls=len(every),
         cpu_ms={op: round(sum(v) / len(v), 3) for op, v in sorted(spent.items())},
         cpu_ms_per_request=round(sum(every) / len(every), 3) if every else 0.0,
+        embed_cpu_ms_per_request=round(embed_ms / len(every), 3) if every else 0.0,
     )
+
+
+def _embedding_cpu_ms(embedder: Embedder, calls: Sequence[Call]) -> float:
+    """CPU milliseconds of embedding what ``calls`` embed, one text at a time, through
+    ``embedder``'s model behind a fresh cache (the model itself when it has no cache)."""
+    model = getattr(embedder, "inner", embedder)
+    fresh: Embedder = CachedEmbedder(model) if isinstance(embedder, CachedEmbedder) else model
+    texts = [_embedded_text(call) for call in calls]
+    started = time.process_time()
+    for text in texts:
+        if text is not None:
+            fresh.embed_batch([text])
+    return (time.process_time() - started) * 1000
+
+
+def _embedded_text(call: Call) -> str | None:
+    """What the service embeds for ``call``: a store's ``key: value``, a search's query."""
+    if call.op == "store":
+        return f"{call.key}: {call.value}"
+    return call.query if call.op == "search" else None
 
 
 async def _apply(memories: MemoryService, principal: Principal, call: Call) -> None:

@@ -40,8 +40,9 @@ def tree_rss_mb(pid: int) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds used so far by process ``pid`` and its live
-    descendants (a server's worker processes)."""
+    """User plus system CPU seconds used so far by process ``pid`` and its descendants:
+    the live ones (a server's worker processes) and those already waited for (a
+    PostgreSQL backend whose connection closed), whose time their parent holds."""
     try:
         psutil = importlib.import_module("psutil")
     except ImportError:
@@ -53,7 +54,7 @@ def cpu_seconds(pid: int) -> float:
             times = process.cpu_times()
         except psutil.NoSuchProcess:
             continue
-        total += float(times.user + times.system)
+        total += float(times.user + times.system + times.children_user + times.children_system)
     return total
 
 
@@ -65,8 +66,8 @@ def _proc_cpu_seconds(pid: int) -> float:
             f"cannot read the CPU time of process {pid} ({exc}); install psutil to measure "
             "it on a system without /proc."
         ) from exc
-    utime, stime = int(fields[11]), int(fields[12])
-    return (utime + stime) / os.sysconf("SC_CLK_TCK")
+    utime, stime, cutime, cstime = (int(value) for value in fields[11:15])
+    return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
 
 
 def _proc_stat(pid: int) -> list[str]:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import uuid
 from collections.abc import Sequence
 
 from memstack.bench.inprocess import CpuFloor, replay_in_process
 from memstack.bench.load import Call, LoadReport, delete_memories
 from memstack.bench.progress import progress_bar
+from memstack.bench.saturation import CpuProbe, postgres_probe, process_probe, redis_probe
 from memstack.bench.serverbench import CpuUse, LoadOptions, measure_load, server_summary
 from memstack.bench.spawn import ServerShape, SpawnedServer, spawned_server
 from memstack.embeddings import EmbeddingSettings
@@ -49,7 +51,8 @@ def run_server_bench(
             url, api_key, server_pid = spawned.url, spawned.api_key, spawned.pid
             extra |= _spawned_fields(spawned, shape)
         workers = spawned.workers if spawned else 1
-        report, cpu = _load(options, url, api_key, server_pid, workers)
+        probes = _probes(server_pid, shape if spawned else None)
+        report, cpu = _load(options, url, api_key, server_pid, workers, probes)
         if spawned is None:
             cleanup = delete_memories(url=url, api_key=api_key, ids=report.stored_ids)
             extra["cleanup"] = {"created": len(report.stored_ids), **asyncio.run(cleanup)}
@@ -67,11 +70,34 @@ def _spawned_fields(spawned: SpawnedServer, shape: ServerShape | None) -> dict[s
         "store": spawned.store,
         "workers": spawned.workers,
         "short_term": "redis" if shape and shape.redis_url else "in-process",
+        "replicas": len(shape.postgres_read_urls) if shape else 0,
     }
 
 
+def _probes(pid: int | None, shape: ServerShape | None) -> list[CpuProbe]:
+    """The parts whose CPU the load is measured against: the server (with its pid), and
+    the PostgreSQL servers and Redis a spawned server was given (a PostgreSQL on another
+    host is left out: its CPU cannot be read from here)."""
+    cores = float(os.cpu_count() or 1)
+    probes = [process_probe("memstack server", pid, cores)] if pid is not None else []
+    if shape is None:
+        return probes
+    urls = [("PostgreSQL primary", shape.postgres_url)] if shape.postgres_url else []
+    urls += [(f"PostgreSQL standby {n}", u) for n, u in enumerate(shape.postgres_read_urls, 1)]
+    for name, url in urls:
+        probe = postgres_probe(name, url, cores)
+        probes += [probe] if probe else []
+    probes += [redis_probe(shape.redis_url)] if shape.redis_url else []
+    return probes
+
+
 def _load(
-    options: LoadOptions, url: str, api_key: str, pid: int | None, workers: int
+    options: LoadOptions,
+    url: str,
+    api_key: str,
+    pid: int | None,
+    workers: int,
+    probes: list[CpuProbe],
 ) -> tuple[LoadReport, CpuUse]:
     """The load, as agents named after a random run id, with a bar ticking each second."""
     run_id = uuid.uuid4().hex[:8]
@@ -85,6 +111,7 @@ def _load(
             agent_prefix=f"bench-{run_id}",
             tick=bar.update,
             warm_connections=2 * workers,
+            probes=probes,
         )
         return asyncio.run(measured)
 

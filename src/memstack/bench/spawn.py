@@ -41,7 +41,9 @@ __all__ = ["ServerShape", "SpawnedServer", "spawned_server"]
 
 _NOT_INHERITED: Final = (
     "MEMSTACK_POSTGRES_URL",
+    "MEMSTACK_POSTGRES_READ_URL",
     "MEMSTACK_REDIS_URL",
+    "MEMSTACK_REDIS_CLUSTER",
     "MEMSTACK_DB",
     "MEMSTACK_HOST",
     "MEMSTACK_PORT",
@@ -63,10 +65,12 @@ _IDLE_POLL_S: Final = 0.5
 @dataclass(frozen=True, kw_only=True)
 class ServerShape:
     """What the server runs on: SQLite in the temporary directory unless
-    ``postgres_url``; the short-term tier in process unless ``redis_url``; ``workers``
-    processes (more than 1 needs ``redis_url``, as ``memstack serve`` says)."""
+    ``postgres_url``, with reads on the hot standbys ``postgres_read_urls``; the
+    short-term tier in process unless ``redis_url``; ``workers`` processes (more than 1
+    needs ``redis_url``, as ``memstack serve`` says)."""
 
     postgres_url: str | None = None
+    postgres_read_urls: tuple[str, ...] = ()
     redis_url: str | None = None
     workers: int = 1
 
@@ -77,7 +81,11 @@ class ServerShape:
     def env(self) -> dict[str, str]:
         """The URLs, for ``keys create`` and ``serve`` alike (in the environment, so no
         password shows in a process list)."""
-        urls = {"MEMSTACK_POSTGRES_URL": self.postgres_url, "MEMSTACK_REDIS_URL": self.redis_url}
+        urls = {
+            "MEMSTACK_POSTGRES_URL": self.postgres_url,
+            "MEMSTACK_POSTGRES_READ_URL": ",".join(self.postgres_read_urls),
+            "MEMSTACK_REDIS_URL": self.redis_url,
+        }
         return {name: url for name, url in urls.items() if url}
 
     def store_args(self, db: Path) -> list[str]:

@@ -541,6 +541,14 @@ def _ingest_runs(
     "entries are erased from it afterwards (not read from MEMSTACK_REDIS_URL).",
 )
 @click.option(
+    "--postgres-read-url",
+    "postgres_read_urls",
+    multiple=True,
+    help="A hot standby of --postgres-url (repeatable): each worker count is run twice, "
+    "without and then with reads on the standbys, and compared (not read from "
+    "MEMSTACK_POSTGRES_READ_URL).",
+)
+@click.option(
     "--workers",
     "workers_text",
     default="1",
@@ -575,6 +583,7 @@ def server(
     url: str | None,
     durable: bool,
     postgres_url: str | None,
+    postgres_read_urls: tuple[str, ...],
     redis_url: str | None,
     workers_text: str,
     api_key: str | None,
@@ -591,14 +600,16 @@ def server(
     concurrent clients, beside the CPU the same calls take in process (the floor).
 
     By default a throwaway server is started (temporary SQLite file, throwaway tenant),
-    and deleted afterwards; --postgres-url, --redis-url and --workers shape it, and
-    several worker counts (--workers 1,2) are compared: requests/s and CPU per request
-    as ratios to the first. With --url it drives that server, as agents named after a
-    random run id, and deletes every memory it stored when done."""
+    and deleted afterwards; --postgres-url, --postgres-read-url, --redis-url and
+    --workers shape it, and several configurations (--workers 1,2; with and without
+    standbys) are compared: requests/s, p99 and CPU per request as ratios to the first,
+    with the CPU every part spent (server, embedder, PostgreSQL, Redis, load generator)
+    and which part saturates first. With --url it drives that server, as agents named
+    after a random run id, and deletes every memory it stored when done."""
     from memstack.bench.serverbench import LoadOptions
 
     _refuse_server_flags(spawn=spawn, url=url, api_key=api_key, durable=durable, pid=server_pid)
-    shapes = _shapes(url, durable, postgres_url, redis_url, workers_text)
+    shapes = _shapes(url, durable, postgres_url, postgres_read_urls, redis_url, workers_text)
     if not url and _given("api_key"):
         click.echo("note: --api-key is used with --url only; spawning a throwaway server", err=True)
     options = LoadOptions(
@@ -682,24 +693,34 @@ def _echo_server_run(summary: dict[str, object], label: str, out: Path | None) -
 def _echo_comparison(runs: list[dict[str, object]], label: str, out: Path | None) -> None:
     """Each run's table, then the comparison; the JSON holds both."""
     from memstack.bench.report import write_json
-    from memstack.bench.server_report import compare_runs, comparison_table, server_table
+    from memstack.bench.server_report import (
+        compare_runs,
+        comparison_table,
+        configuration,
+        server_table,
+    )
 
     for run in runs:
-        click.echo(server_table(run, f"{label or run['store']}, {run['workers']} workers") + "\n")
+        click.echo(server_table(run, f"{label or run['store']}, {configuration(run)}") + "\n")
     rows = compare_runs(runs)
     first = runs[0]
-    click.echo(f"workers compared ({first['store']}, short-term tier {first['short_term']}):")
+    click.echo(
+        f"configurations compared ({first['store']}, short-term tier {first['short_term']}):"
+    )
     click.echo(comparison_table(rows))
     if out:
         payload: dict[str, object] = {"benchmark": "server", "label": label}
         payload |= {k: first[k] for k in ("mode", "embedder", "store", "short_term", "mix")}
-        payload |= {"workers": [run["workers"] for run in runs], "comparison": rows}
+        payload |= {"workers": list(dict.fromkeys(run["workers"] for run in runs))}
+        payload |= {"replicas": max(int(str(run.get("replicas", 0))) for run in runs)}
+        payload |= {"comparison": rows}
         write_json(out, {**payload, "runs": runs})
         click.echo(f"wrote {out}")
 
 
 _SHAPE_FLAGS = {
     "postgres_url": "--postgres-url",
+    "postgres_read_urls": "--postgres-read-url",
     "redis_url": "--redis-url",
     "workers_text": "--workers",
 }
@@ -710,10 +731,12 @@ def _shapes(
     url: str | None,
     durable: bool,
     postgres_url: str | None,
+    postgres_read_urls: tuple[str, ...],
     redis_url: str | None,
     workers_text: str,
 ) -> list[ServerShape | None]:
-    """One spawned server's shape per worker count; ``[None]`` with --url."""
+    """One spawned server's shape per worker count, each then with the standbys when
+    there are any; ``[None]`` with --url."""
     from memstack.bench.spawn import ServerShape
 
     given = [flag for name, flag in _SHAPE_FLAGS.items() if _given(name)]
@@ -734,9 +757,21 @@ def _shapes(
             "--durable is SQLite's synchronous=FULL; PostgreSQL is durable already, so drop "
             "--durable or --postgres-url."
         )
+    if postgres_read_urls and not postgres_url:
+        raise click.UsageError(
+            "--postgres-read-url names a hot standby of --postgres-url; add --postgres-url "
+            "URL of its primary."
+        )
+    reads = [()] + ([tuple(postgres_read_urls)] if postgres_read_urls else [])
     return [
-        ServerShape(postgres_url=postgres_url, redis_url=redis_url, workers=n)
+        ServerShape(
+            postgres_url=postgres_url,
+            postgres_read_urls=standbys,
+            redis_url=redis_url,
+            workers=n,
+        )
         for n in dict.fromkeys(counts)
+        for standbys in reads
     ]
 
 
