@@ -167,23 +167,37 @@ def _fixed(value: object) -> object:
     return None if isinstance(value, float) else value
 
 
-def test_a_comparison_of_worker_counts_gets_its_table_and_each_run(tmp_path: Path):
+def test_a_comparison_of_configurations_gets_its_table_and_each_run(tmp_path: Path):
     from memstack.bench.server_report import compare_runs
 
-    runs = [_server_run(1, "redis"), _server_run(2, "redis")]
+    postgres = {"store": "postgres", "replicas": 0}
+    runs = [
+        _server_run(1, "redis") | postgres,
+        _server_run(2, "redis") | postgres,
+        _server_run(2, "redis") | postgres | {"replicas": 1},
+    ]
     first = runs[0]
     payload: dict[str, object] = {"benchmark": "server", "label": "redis"}
     payload |= {k: first[k] for k in ("mode", "embedder", "store", "short_term", "mix")}
-    payload |= {"workers": [1, 2], "comparison": compare_runs(runs), "runs": runs}
+    payload |= {"workers": [1, 2], "replicas": 1, "comparison": compare_runs(runs), "runs": runs}
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "workers.json").write_text(json.dumps(payload), encoding="utf-8")
     doc = _report(tmp_path / "results", tmp_path / "benchmarks.md")
     assert "not recognised" not in doc
-    assert " --redis-url URL --workers 1,2 --clients 2 " in doc
-    comparison = doc.split("| workers | requests |", 1)[1]
-    assert comparison.splitlines()[3].startswith("| 2 | 6 | 0 | 4.0 | 10.5 | 2.5 | 2.5 | 1.0 |")
-    assert "With 1 workers:" in doc and "With 2 workers:" in doc
-    assert "| spawn | sqlite | 2 | redis | 2 | 1.5 | 6 | 0 | 4.0 |" in doc
+    assert (
+        " --postgres-url URL --postgres-read-url URL --redis-url URL --workers 1,2 --clients 2 "
+        in doc
+    )
+    comparison = doc.split("| configuration | requests |", 1)[1].splitlines()
+    latency = first["latency_ms"]
+    assert isinstance(latency, dict)
+    p99 = latency["p99"]
+    assert comparison[3].startswith(f"| 2 workers | 6 | 0 | 4.0 | 10.5 | {p99} | 2.5 | 2.5 | 1.0 |")
+    assert comparison[4].startswith("| 2 workers + 1 standby | 6 |")
+    assert "| load generator |" in comparison[4]  # what led: the only part measured here
+    assert "With 1 worker:" in doc and "With 2 workers + 1 standby:" in doc
+    assert "| spawn | postgres | 2 | redis | 2 | 1.5 | 6 | 0 | 4.0 |" in doc
+    assert "Saturates first: load generator" in doc
 
 
 def test_files_without_the_benchmark_field_are_recognised_by_shape(results: Path):

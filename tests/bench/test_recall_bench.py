@@ -15,6 +15,7 @@ from memstack.storage import InMemoryRecordStore, PostgresRecordStore
 POINT_FIELDS = {
     "size",
     "namespaces",
+    "storage",
     "recall_p50_ms",
     "recall_p95_ms",
     "floor_p50_ms",
@@ -75,6 +76,7 @@ def test_bench_recall_writes_every_field(tmp_path: Path):
         assert [p["size"] for p in run["points"]] == [200, 500]
         for point in run["points"]:
             assert set(point) == POINT_FIELDS
+            assert point["storage"] is None  # read on PostgreSQL only
             assert point["recall_p95_ms"] >= point["recall_p50_ms"] > 0
             assert point["floor_p95_ms"] >= point["floor_p50_ms"] > 0
             assert point["ratio_p95"] > 0 and point["after_write_ratio_p95"] > 0
@@ -168,6 +170,11 @@ def test_bench_recall_on_postgres_leaves_nothing_behind(postgres_url: str, tmp_p
     assert run["store"] == "postgres"
     assert [p["namespaces"] for p in run["points"]] == [2, 5]
     assert all(p["ann_recall_at_10"] == 1.0 for p in run["points"])
+    for point in run["points"]:  # what the rows weighed, read once the store was ready
+        storage = point["storage"]
+        assert storage["rows"] >= point["size"] and storage["table_bytes"] > 0
+        assert storage["ann_index_bytes"] == 0  # namespaces this small have no index
+    assert "storage once ready" in result.output
     store = PostgresRecordStore.from_url(postgres_url)
     try:
         assert store.namespaces("ltm_bench-") == []

@@ -20,7 +20,9 @@ def test_the_part_with_the_highest_utilization_leads_and_the_machine_sums_them()
         Spent(name="PostgreSQL", capacity=2.0, cpu_s=None),
     ]
     found = saturation(parts, seconds=10.0, cores=2, embedder_cores=1.5)
-    rows = {row["part"]: row for row in found["parts"]}
+    listed = found["parts"]
+    assert isinstance(listed, list)
+    rows = {row["part"]: row for row in listed}
     assert rows["server"]["cores_used"] == 0.6 and rows["server"]["utilization"] == 0.3
     assert rows["Redis"]["utilization"] == 0.4
     assert rows["PostgreSQL"]["cores_used"] is None  # not read: listed, never counted

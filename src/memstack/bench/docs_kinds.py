@@ -128,6 +128,43 @@ def _after_load_table(p: Payload) -> list[str]:
         "serves s: from the end of the load until the approximate index served searches; "
         "ready s: until the store was ready, polled once these recalls were done."
     )
+    return ["", note, "", *md_table(headers, rows), *_storage_table(p)]
+
+
+def _storage_table(p: Payload) -> list[str]:
+    """What the rows weighed in PostgreSQL once the store was ready: for runs that read it."""
+    points = [(run, pt) for run in p["runs"] for pt in run["points"] if pt.get("storage")]
+    if not points:
+        return []
+    headers: tuple[str, ...] = (
+        "store",
+        "size",
+        "table rows",
+        "table MB",
+        "indexes MB",
+        "ANN index MB",
+    )
+    headers += ("table B/memory", "other indexes B/memory", "ANN B/memory")
+    mb = 2**20
+    rows = [
+        [
+            run["store"],
+            pt["size"],
+            pt["storage"]["rows"],
+            round(pt["storage"]["table_bytes"] / mb, 1),
+            round(pt["storage"]["index_bytes"] / mb, 1),
+            round(pt["storage"]["ann_index_bytes"] / mb, 1),
+            pt["storage"]["table_bytes_per_memory"],
+            pt["storage"]["index_bytes_per_memory"],
+            pt["storage"]["ann_bytes_per_memory"],
+        ]
+        for run, pt in points
+    ]
+    note = (
+        "Storage once the store was ready: the records table (heap and TOAST) and its "
+        "indexes whole, per row of the table; the namespace's approximate index per row of "
+        "the namespace."
+    )
     return ["", note, "", *md_table(headers, rows)]
 
 

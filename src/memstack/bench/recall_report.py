@@ -9,7 +9,7 @@ from memstack.bench.floor import FLOOR_K
 from memstack.bench.report import format_table
 from memstack.bench.scale import PER_NAMESPACE, RecallBench, RecallPoint, RecallRun
 
-__all__ = ["recall_payload", "recall_table"]
+__all__ = ["recall_payload", "recall_table", "storage_table"]
 
 _COLUMNS: Final = (
     "store",
@@ -81,6 +81,29 @@ def _row(run: RecallRun, p: RecallPoint) -> list[object]:
         p.rss_mb,
         rss_ratio(run, p),
     ]
+
+
+def storage_table(runs: Sequence[RecallRun]) -> str:
+    """What each size weighed in the store once ready, where it was read."""
+    headers: tuple[str, ...] = ("store", "size", "rows", "table MB", "indexes MB", "ANN MB")
+    headers += ("table B/memory", "other indexes B/memory", "ANN B/memory")
+    rows = [
+        [
+            run.store,
+            p.size,
+            p.storage["rows"],
+            round(p.storage["table_bytes"] / 2**20, 1),
+            round(p.storage["index_bytes"] / 2**20, 1),
+            round(p.storage["ann_index_bytes"] / 2**20, 1),
+            p.storage["table_bytes_per_memory"],
+            p.storage["index_bytes_per_memory"],
+            p.storage["ann_bytes_per_memory"],
+        ]
+        for run in runs
+        for p in run.points
+        if p.storage
+    ]
+    return format_table(headers, rows)
 
 
 def rss_ratio(run: RecallRun, p: RecallPoint) -> float | None:

@@ -142,7 +142,9 @@ def saturation(
         total += used
         rows.append(_part(part.name, part.cpu_s, used, part.capacity))
     if embedder_cores is not None and seconds > 0:
-        share = _part("embedder (of the server)", embedder_cores * seconds, embedder_cores, cores)
+        share = _part(
+            "embedder (of the server)", embedder_cores * seconds, embedder_cores, float(cores)
+        )
         rows.append({**share, "estimated": True})
     measured = [
         row

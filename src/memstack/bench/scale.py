@@ -24,7 +24,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 import numpy as np
@@ -134,6 +134,9 @@ class RecallPoint:
     index_wait_s: float = 0.0
     """Seconds from the end of the load until ``RecordStore.ready`` (every index built
     and fitting the rows, statistics fresh)."""
+    storage: dict[str, float] | None = None
+    """What the rows weigh in the store once it is ready (``bench.footprint``), where
+    the run was given a way to read it."""
 
 
 @dataclass(kw_only=True)
@@ -151,18 +154,22 @@ async def run_recall(
     store_name: str,
     cleanup: bool = False,
     progress: Callable[[int], None] = lambda n: None,
+    footprint: Callable[[Sequence[str]], dict[str, float]] | None = None,
 ) -> RecallRun:
     """Load ``store`` step by step and measure at each size; ``cleanup`` deletes the
-    run's collections afterwards (for a database that outlives the run)."""
+    run's collections afterwards (for a database that outlives the run); ``footprint``
+    reads what the target namespaces weigh once the store is ready."""
     run = RecallRun(store=store_name, shape=bench.shape, rss_start_mb=round(rss_mb(), 1))
     matrix = np.empty((max(bench.sizes), bench.phrases.dim), dtype=np.float32)
     done = 0
     try:
         for size in sorted(bench.sizes):
             seconds = _load(bench, store, matrix, done, size, progress)
-            run.points.append(
-                await _measure(bench, store, matrix, size, (size - done) / seconds, progress)
-            )
+            point = await _measure(bench, store, matrix, size, (size - done) / seconds, progress)
+            if footprint is not None:
+                names = [bench.collection(t).name for t in bench.targets(size)]
+                point = replace(point, storage=footprint(names))
+            run.points.append(point)
             done = size
     finally:
         if cleanup:

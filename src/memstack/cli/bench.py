@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -289,7 +289,7 @@ def recall(
     ready (and the seconds until they serve), after writes, ANN recall@10, ingest and RSS."""
     from memstack.bench.plot import MISSING_MATPLOTLIB, plots_available
     from memstack.bench.proc import rss_mb
-    from memstack.bench.recall_report import recall_payload, recall_table
+    from memstack.bench.recall_report import recall_payload, recall_table, storage_table
     from memstack.bench.report import write_json
     from memstack.bench.setup import open_bench_embedder
     from memstack.bench.synth import embed_phrases, synth_fidelity
@@ -309,6 +309,8 @@ def recall(
         f"recall of 10, {n_queries} queries, {writes} after writes; embedder {embedder.model_id}"
     )
     click.echo(recall_table(runs))
+    if any(point.storage for run in runs for point in run.points):
+        click.echo("storage once ready (bytes per memory):\n" + storage_table(runs))
     fidelity = synth_fidelity(embedder, phrases, seed=seed)
     payload = recall_payload(
         setup,
@@ -367,8 +369,18 @@ def _recall_run(setup: RecallBench, backend: str, postgres_url: str | None) -> R
             store_name=backend,
             cleanup=backend == "postgres",
             progress=bar.update,
+            footprint=_footprint(postgres_url) if backend == "postgres" else None,
         )
         return asyncio.run(run)
+
+
+def _footprint(postgres_url: str | None) -> Callable[[Sequence[str]], dict[str, float]] | None:
+    """What a PostgreSQL run's rows weigh, read from the server at ``postgres_url``."""
+    if not postgres_url:
+        return None
+    from memstack.bench.footprint import postgres_footprint
+
+    return lambda namespaces: postgres_footprint(postgres_url, namespaces)
 
 
 def _plot_recall(runs: list[RecallRun], out: Path, plotting: bool) -> None:
