@@ -112,9 +112,35 @@ KNOWLEDGE_RUN = {  # as measure_document gives it (tests/bench/test_bench_knowle
 }
 
 
+def _catalog_step(namespaces: int, plan_p50: float) -> dict[str, object]:
+    """One count of ``bench catalog`` (tests/bench/test_bench_catalog.py runs it)."""
+    sizes = {"pg_class_rows": 761 + namespaces, "pg_index_rows": 495 + namespaces}
+    sizes |= {"indexes": namespaces, "pg_class_mb": 0.35, "pg_attribute_mb": 0.78}
+    sizes |= {"pg_index_mb": 1.88, "pg_statistic_mb": 13.1, "catalog_mb": 22.57}
+    query = {"plan_ms": {"p50": plan_p50, "p95": 0.44}, "exec_ms": {"p50": 0.54, "p95": 0.55}}
+    query |= {"query_ms": {"p50": 1.8, "p95": 2.09}, "uses_index": True}
+    query |= {"locks_per_query": 10 + namespaces, "first_query_ms": 6.1, "cache_mb": 1.26}
+    upkeep = {"insert_rows_per_s": 2034.4, "insert_batch_rows_per_s": 19390.0}
+    upkeep |= {"build_ms": 8.31, "analyze_ms": 3.96}
+    return {"namespaces": namespaces, **sizes, **query, **upkeep}
+
+
+CATALOG = {
+    "benchmark": "catalog",
+    "counts": [3, 6],
+    "rows": 2,
+    "probe_rows": 200,
+    "repeats": 3,
+    "dim": 384,
+    "server": {"server_version": "18.6", "max_locks_per_transaction": "64", "lock_slots": 7808},
+    "steps": [_catalog_step(3, 0.2), _catalog_step(6, 0.5)],
+}
+
+
 def test_every_kind_gets_its_section_table_command_and_plot(results: Path, tmp_path: Path):
     knowledge = {"benchmark": "knowledge", "embedder": "hash", "runs": [KNOWLEDGE_RUN]}
     (results / "knowledge.json").write_text(json.dumps(knowledge))
+    (results / "catalog.json").write_text(json.dumps(CATALOG))
     runs = tmp_path / "ablation-runs"
     runs.mkdir()
     for variant in ("with", "without"):  # the server run, as two variants of one round
@@ -143,6 +169,8 @@ def test_every_kind_gets_its_section_table_command_and_plot(results: Path, tmp_p
     assert "| 0.25 | 202 in 0.05 s | 330 |" in doc
     assert "| own tiers (before issue 43) |" in doc and "| look-alikes refused |" in doc
     assert "(`memstack bench secrets`)" in doc
+    assert "(`memstack bench catalog`)" in doc
+    assert "| 6 | 0.5 | 2.5 |" in doc  # planning ms beside its ratio to the smallest count
 
 
 @pytest.mark.parametrize("kind", ["recall", "ingest", "updates"])

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from memstack.bench.ablation import kept
+from memstack.bench.catalog_report import catalog_headline
+from memstack.bench.catalog_report import catalog_tables as catalog_figures
 from memstack.bench.locomo import switched
 from memstack.bench.metrics import METRIC_NAMES
 
@@ -635,6 +637,21 @@ def ablation_command(p: Payload, out: str) -> str:
     )
 
 
+def catalog_tables(p: Payload) -> list[str]:
+    lines = [catalog_headline(p)]
+    for headers, rows in catalog_figures(p):
+        lines += ["", *md_table(headers, rows)]
+    return lines
+
+
+def catalog_command(p: Payload, out: str) -> str:
+    counts = ",".join(str(c) for c in p["counts"])
+    return (
+        f"memstack bench catalog --postgres-url URL --namespaces {counts} --rows {p['rows']} "
+        f"--repeats {p['repeats']} --out {shlex.quote(out)}"
+    )
+
+
 KINDS: Final = (
     Kind(
         name="recall",
@@ -722,5 +739,17 @@ KINDS: Final = (
         keys=frozenset({"keep_at", "rows", "runs"}),
         tables=ablation_tables,
         command=ablation_command,
+    ),
+    Kind(
+        name="catalog",
+        title="One partial index per large namespace: the catalog at scale",
+        about="PostgreSQL gives each namespace past exact_limit an IVFFlat index of its own, "
+        "partial on the namespace. As the count of such indexes grows: the catalog's size, the "
+        "planning and execution time of memstack's recall query on one namespace (and whether "
+        "it still reads that namespace's index), a fresh connection's first query, the build "
+        "of one more index, inserts/s and ANALYZE, with ratios to the smallest count.",
+        keys=frozenset({"benchmark", "steps", "counts"}),
+        tables=catalog_tables,
+        command=catalog_command,
     ),
 )

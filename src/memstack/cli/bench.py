@@ -1076,3 +1076,66 @@ def secrets_command(
         }
         write_json(out, payload)
         click.echo(f"wrote {out}")
+
+
+@bench.command("catalog")
+@click.option(
+    "--postgres-url",
+    envvar="MEMSTACK_POSTGRES_URL",
+    required=True,
+    help="The server to measure (a throwaway schema is made and dropped) "
+    "[env MEMSTACK_POSTGRES_URL].",
+)
+@click.option(
+    "--namespaces",
+    default="100,1000,10000",
+    show_default=True,
+    help="Comma-separated counts of indexed namespaces to measure at, each at least 1.",
+)
+@click.option(
+    "--rows",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Rows of each namespace (the one queried holds 200): each gets its own index.",
+)
+@click.option(
+    "--repeats", type=click.IntRange(min=2), default=30, show_default=True, help="Recalls a count."
+)
+@_out_option
+def catalog_command(
+    postgres_url: str, namespaces: str, rows: int, repeats: int, out: Path | None
+) -> None:
+    """Where one partial IVFFlat index per large namespace stops scaling: the catalog,
+    planning, a fresh connection, builds, inserts and ANALYZE as indexed namespaces grow."""
+    from memstack.bench.catalog import CatalogOptions, run_catalog
+    from memstack.bench.catalog_report import catalog_text
+    from memstack.bench.report import write_json
+    from memstack.errors import MemstackError
+
+    options = CatalogOptions(counts=_counts(namespaces), rows=rows, repeats=repeats)
+    try:
+        with progress_bar(options.counts[-1], "namespaces indexed") as bar:
+            payload = run_catalog(postgres_url, options, bar.update)
+    except MemstackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(catalog_text(payload))
+    if out:
+        write_json(out, payload)
+        click.echo(f"wrote {out}")
+
+
+def _counts(text: str) -> list[int]:
+    """``--namespaces``: ascending distinct whole numbers, each at least 1."""
+    try:
+        counts = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError as exc:
+        raise click.BadParameter(
+            f"use comma-separated whole numbers, e.g. 100,1000; got {text!r}",
+            param_hint="--namespaces",
+        ) from exc
+    if not counts or counts[0] < 1:
+        raise click.BadParameter(
+            f"give counts of at least 1 namespace; got {text!r}", param_hint="--namespaces"
+        )
+    return counts
