@@ -114,13 +114,16 @@ KNOWLEDGE_RUN = {  # as measure_document gives it (tests/bench/test_bench_knowle
 
 def _catalog_step(namespaces: int, plan_p50: float) -> dict[str, object]:
     """One count of ``bench catalog`` (tests/bench/test_bench_catalog.py runs it)."""
-    sizes = {"pg_class_rows": 761 + namespaces, "pg_index_rows": 495 + namespaces}
+    sizes: dict[str, object] = {"pg_class_rows": 761 + namespaces}
+    sizes |= {"pg_index_rows": 495 + namespaces}
     sizes |= {"indexes": namespaces, "pg_class_mb": 0.35, "pg_attribute_mb": 0.78}
     sizes |= {"pg_index_mb": 1.88, "pg_statistic_mb": 13.1, "catalog_mb": 22.57}
-    query = {"plan_ms": {"p50": plan_p50, "p95": 0.44}, "exec_ms": {"p50": 0.54, "p95": 0.55}}
+    query: dict[str, object] = {"plan_ms": {"p50": plan_p50, "p95": 0.44}}
+    query |= {"exec_ms": {"p50": 0.54, "p95": 0.55}}
     query |= {"query_ms": {"p50": 1.8, "p95": 2.09}, "uses_index": True}
     query |= {"locks_per_query": 10 + namespaces, "first_query_ms": 6.1, "cache_mb": 1.26}
-    upkeep = {"insert_rows_per_s": 2034.4, "insert_batch_rows_per_s": 19390.0}
+    upkeep: dict[str, object] = {"insert_rows_per_s": 2034.4}
+    upkeep |= {"insert_batch_rows_per_s": 19390.0}
     upkeep |= {"build_ms": 8.31, "analyze_ms": 3.96}
     return {"namespaces": namespaces, **sizes, **query, **upkeep}
 
