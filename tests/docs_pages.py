@@ -1,7 +1,8 @@
 """The hand-written markdown pages whose examples the tests run, and their code blocks.
 
-The pages are the README and every page under docs/ except docs/benchmarks.md, which
-`memstack bench report` writes from the benchmarks' JSON (tests/bench checks it).
+The pages are the README and every page under docs/ except docs/benchmarks.md and
+docs/scaling.md, which `memstack bench report` writes from the benchmarks' JSON
+(tests/bench checks them).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-GENERATED = {ROOT / "docs" / "benchmarks.md"}
+GENERATED = {ROOT / "docs" / "benchmarks.md", ROOT / "docs" / "scaling.md"}
 PAGES = [README, *sorted(p for p in (ROOT / "docs").glob("*.md") if p not in GENERATED)]
 FENCE = re.compile(r"^```(\S*)\n(.*?)^```$", flags=re.S | re.M)
 

@@ -898,8 +898,12 @@ def _modes(text: str) -> list[str]:
     help="The markdown document to write.",
 )
 def report_command(results: Path, out: Path) -> None:
-    """Write the benchmarks document (tables, plots) from every JSON under --results."""
+    """Write the benchmarks document (tables, plots) from every JSON under --results, and
+    the scaling page (scaling.md beside it) from the runs it reads."""
+    import os
+
     from memstack.bench.docs_report import read_results, render
+    from memstack.bench.scaling_doc import missing_sources, render_scaling
 
     found = read_results(results)
     text = render(found, folder=results, out=out, root=Path.cwd())
@@ -907,6 +911,14 @@ def report_command(results: Path, out: Path) -> None:
     out.write_text(text, encoding="utf-8")
     unknown = sum(r.kind is None for r in found)
     click.echo(f"wrote {out} from {len(found)} JSON files ({unknown} not recognised)")
+    scaling = out.parent / "scaling.md"
+    missing = missing_sources(results)
+    if missing:
+        click.echo(f"left {scaling} as it is: its runs are missing ({', '.join(missing)})")
+        return
+    prefix = Path(os.path.relpath(results.resolve(), scaling.resolve().parent)).as_posix()
+    scaling.write_text(render_scaling(results, link_prefix=prefix), encoding="utf-8")
+    click.echo(f"wrote {scaling}")
 
 
 @bench.command("knowledge")
