@@ -65,20 +65,24 @@ class GenerationWatch:
             verdict = "replaced" if seen.token != before.token else "older"
         with self._lock:
             kept = self._seen.get(tenant)
-            if verdict != "same" or kept is None:
-                self._seen[tenant] = seen
-            elif kept.token == seen.token and seen.count > kept.count:
-                self._seen[tenant] = seen
-            self._seen.move_to_end(tenant)
-            while len(self._seen) > self.max_tenants:
-                self._seen.popitem(last=False)
+            if verdict == "same" and kept is not None:
+                if kept.token != seen.token or seen.count <= kept.count:
+                    seen = kept  # a reply to an earlier call, or one already adopted past
+            self._remember(tenant, seen)
         return verdict
 
     def adopt(self, tenant: str, seen: Generation) -> None:
         """Remember ``seen`` as the tenant's generation (a new token this process gave)."""
         with self._lock:
-            self._seen[tenant] = seen
-            self._seen.move_to_end(tenant)
+            self._remember(tenant, seen)
+
+    def _remember(self, tenant: str, generation: Generation) -> None:
+        """Keep ``generation`` as the tenant's, the most recently used, within
+        ``max_tenants``; the caller holds the lock."""
+        self._seen[tenant] = generation
+        self._seen.move_to_end(tenant)
+        while len(self._seen) > self.max_tenants:
+            self._seen.popitem(last=False)
 
     def forget(self, tenant: str) -> None:
         with self._lock:
