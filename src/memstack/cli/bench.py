@@ -294,7 +294,7 @@ def recall(
     from memstack.bench.setup import open_bench_embedder
     from memstack.bench.synth import embed_phrases, synth_fidelity
 
-    steps = _ints(sizes, "--sizes")
+    steps = _ints(sizes, "--sizes", least=10, example="1000,10000")
     backends = _stores(stores, postgres_url)
     plotting = plots_available()
     if not plotting:
@@ -410,13 +410,20 @@ def _stores(text: str, postgres_url: str | None) -> list[str]:
     return backends
 
 
-def _ints(text: str, option: str) -> list[int]:
+def _ints(
+    text: str, option: str, *, least: int, most: int | None = None, example: str
+) -> list[int]:
+    """A comma list of whole numbers from ``least`` (to ``most``), in the order given; a
+    usage error naming ``option`` and an ``example`` otherwise."""
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError as exc:
-        raise click.BadParameter("use comma-separated whole numbers", param_hint=option) from exc
-    if not values or min(values) < 10:
-        raise click.BadParameter("give at least one size of 10 or more", param_hint=option)
+        raise click.BadParameter(
+            f"{text!r} is not a comma list of whole numbers, e.g. {example}", param_hint=option
+        ) from exc
+    if not values or min(values) < least or (most is not None and max(values) > most):
+        span = f"from {least} to {most}" if most is not None else f"of at least {least}"
+        raise click.BadParameter(f"give whole numbers {span}, e.g. {example}", param_hint=option)
     return values
 
 
@@ -757,7 +764,7 @@ def _shapes(
             names = ", ".join(given)
             raise click.UsageError(f"{names} shape a spawned server; drop them with --url")
         return [None]
-    counts = _worker_counts(workers_text)
+    counts = _ints(workers_text, "--workers", least=1, most=256, example="1,2")
     if max(counts) > 1 and not redis_url:
         raise click.UsageError(
             f"--workers {max(counts)} needs --redis-url URL: a server of several worker "
@@ -785,21 +792,6 @@ def _shapes(
         for n in dict.fromkeys(counts)
         for standbys in reads
     ]
-
-
-def _worker_counts(text: str) -> list[int]:
-    try:
-        counts = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError as exc:
-        raise click.BadParameter(
-            f"{text!r} is not a number or a comma list of numbers, e.g. 1,2",
-            param_hint="--workers",
-        ) from exc
-    if not counts or not all(1 <= n <= 256 for n in counts):
-        raise click.BadParameter(
-            "give worker counts from 1 to 256, e.g. 1,2", param_hint="--workers"
-        )
-    return counts
 
 
 def _mix(text: str) -> Mix:
@@ -1125,7 +1117,8 @@ def catalog_command(
     from memstack.bench.report import write_json
     from memstack.errors import MemstackError
 
-    options = CatalogOptions(counts=_counts(namespaces), rows=rows, repeats=repeats)
+    counts = sorted(set(_ints(namespaces, "--namespaces", least=1, example="100,1000")))
+    options = CatalogOptions(counts=counts, rows=rows, repeats=repeats)
     try:
         with progress_bar(options.counts[-1], "namespaces indexed") as bar:
             payload = run_catalog(postgres_url, options, bar.update)
@@ -1135,19 +1128,3 @@ def catalog_command(
     if out:
         write_json(out, payload)
         click.echo(f"wrote {out}")
-
-
-def _counts(text: str) -> list[int]:
-    """``--namespaces``: ascending distinct whole numbers, each at least 1."""
-    try:
-        counts = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError as exc:
-        raise click.BadParameter(
-            f"use comma-separated whole numbers, e.g. 100,1000; got {text!r}",
-            param_hint="--namespaces",
-        ) from exc
-    if not counts or counts[0] < 1:
-        raise click.BadParameter(
-            f"give counts of at least 1 namespace; got {text!r}", param_hint="--namespaces"
-        )
-    return counts
