@@ -35,8 +35,7 @@ from __future__ import annotations
 import secrets
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -45,6 +44,7 @@ import numpy as np
 from memstack.bench.report import percentiles
 from memstack.storage import _postgres_ann as ann
 from memstack.storage import _postgres_query as q
+from memstack.storage.postgres import POOL
 from memstack.storage.types import Filter, Record
 
 if TYPE_CHECKING:
@@ -132,7 +132,6 @@ class _Catalog:
         self.built = 0
         self.builds_ms: list[float] = []
         self.probe = _name(0)
-        self.written = 0
 
     def grow(self, count: int, progress: Callable[[int], None]) -> None:
         """Namespaces up to ``count`` in all, each loaded, then given its index."""
@@ -180,14 +179,8 @@ class _Catalog:
         return unit
 
     def _build(self, name: str) -> None:
-        """The namespace's index as ``PostgresBackend._build`` makes it."""
-        lists = ann.lists_for(self._rows(name))
-        memory = ann.build_memory_mb(lists, DIM)
-        self.conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (f"{memory}MB",))
-        try:
-            self.conn.execute(ann.create_sql(self.schema, name, DIM, lists))
-        finally:
-            self.conn.execute("RESET maintenance_work_mem")
+        """The namespace's index, built as the store builds it."""
+        ann.build(self.conn, self.schema, name, DIM, ann.lists_for(self._rows(name)))
 
     def measure(self, count: int) -> dict[str, Any]:
         began = time.perf_counter()
@@ -205,28 +198,19 @@ class _Catalog:
     def _probe_index(self) -> str:
         return ann.index_name(self.probe, DIM, ann.lists_for(self._rows(self.probe)))
 
-    def _query(self) -> tuple[str, list[Any], int]:
-        """memstack's recall query on the probe namespace, its parameters but the
-        vectors, and the probes the store sets."""
+    def _query(self) -> tuple[str, list[Any]]:
+        """memstack's recall query on the probe namespace, and its parameters but the
+        vectors."""
         clause, params = q.where(self.probe, Filter(), time.time())
-        sql = q.ann_vector_sql(self.schema, clause, DIM, max(40, 2 * K))
-        return sql, params, ann.probes_for(ann.lists_for(self._rows(self.probe)))
-
-    @contextmanager
-    def _searching(self, conn: psycopg.Connection[Any], probes: int) -> Iterator[None]:
-        """A transaction with the store's settings for the namespace's index."""
-        with conn.transaction():
-            conn.execute(
-                "SELECT set_config('ivfflat.probes', %s, true),"
-                " set_config('ivfflat.iterative_scan', 'relaxed_order', true)",
-                (str(probes),),
-            )
-            yield
+        return q.ann_vector_sql(self.schema, clause, DIM, max(POOL, 2 * K)), params
 
     def _recall(self, conn: psycopg.Connection[Any], *, explain: bool = False) -> Any:
-        sql, params, probes = self._query()
+        """The recall in a transaction with the store's settings for the namespace's
+        index, and the locks it held."""
+        sql, params = self._query()
         vector = self._vector()
-        with self._searching(conn, probes):
+        with conn.transaction():
+            ann.search_with(conn, ann.lists_for(self._rows(self.probe)))
             text = f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}" if explain else sql
             rows = conn.execute(text, [*params, vector, vector, K], prepare=False).fetchall()
             locks = conn.execute("SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid()")

@@ -181,6 +181,28 @@ def build_memory_mb(lists: int, dim: int) -> int:
     return 64 + math.ceil(4 * 50 * lists * dim * 4 / 2**20)
 
 
+def build(conn: psycopg.Connection[Any], schema: str, namespace: str, dim: int, lists: int) -> str:
+    """Build the namespace's index of ``lists`` lists on ``conn`` (autocommit), with the
+    ``maintenance_work_mem`` its lists need; its name."""
+    memory = build_memory_mb(lists, dim)
+    conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (f"{memory}MB",))
+    try:
+        conn.execute(create_sql(schema, namespace, dim, lists))
+    finally:
+        conn.execute("RESET maintenance_work_mem")
+    return index_name(namespace, dim, lists)
+
+
+def search_with(conn: psycopg.Connection[Any], lists: int) -> None:
+    """Set, for the transaction, what a search through an index of ``lists`` lists runs
+    with: ``probes_for(lists)`` probes and an iterative scan."""
+    conn.execute(
+        "SELECT set_config('ivfflat.probes', %s, true),"
+        " set_config('ivfflat.iterative_scan', 'relaxed_order', true)",
+        (str(probes_for(lists)),),
+    )
+
+
 class Builds:
     """One background thread per store that runs ``work(namespace, dim, stopped)`` for
     each namespace asked for, one at a time; a namespace asked for again while queued or

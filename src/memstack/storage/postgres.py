@@ -665,11 +665,7 @@ class PostgresBackend:
         dim = int(query.shape[0])
         index = self._index(conn, namespace, dim)
         if index is not None:
-            conn.execute(
-                "SELECT set_config('ivfflat.probes', %s, true),"
-                " set_config('ivfflat.iterative_scan', 'relaxed_order', true)",
-                (str(ann.probes_for(index.lists)),),
-            )
+            ann.search_with(conn, index.lists)
             sql = q.ann_vector_sql(self._schema, clause, dim, max(POOL, 2 * k))
             # Planned for this namespace (its partial index), never a generic plan.
             hits = conn.execute(sql, [*params, query, query, k], prepare=False).fetchall()
@@ -747,13 +743,7 @@ class PostgresBackend:
         a stopped build left invalid); its name."""
         name = ann.index_name(namespace, dim, lists)
         conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {self._schema}.{name}")
-        memory = ann.build_memory_mb(lists, dim)
-        conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (f"{memory}MB",))
-        try:
-            conn.execute(ann.create_sql(self._schema, namespace, dim, lists))
-        finally:
-            conn.execute("RESET maintenance_work_mem")
-        return name
+        return ann.build(conn, self._schema, namespace, dim, lists)
 
     @contextmanager
     def _maintenance(self, *, cancellable: bool = True) -> Iterator[psycopg.Connection[Any]]:
