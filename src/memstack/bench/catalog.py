@@ -4,18 +4,19 @@ scaling on PostgreSQL.
 In a throwaway schema (dropped after, its indexes first in batches, so the drop never
 needs a lock per index in one transaction) set up by ``PostgresBackend.setup`` (the
 store's own migrations), the number of indexed namespaces grows to each count, and at
-each the bench measures: the catalog's size (rows of ``pg_class`` and ``pg_index``, bytes
-of ``pg_class``, ``pg_attribute``, ``pg_index``, ``pg_statistic`` and every catalog
-relation); memstack's recall query (``_postgres_query.ann_vector_sql`` over
-``_postgres_query.where``, with the store's ``ivfflat.probes`` and iterative scan) on one
-namespace, its planning and execution time from ``EXPLAIN (ANALYZE, FORMAT JSON)``, p50
-and p95, whether the plan still reads that namespace's index, and the locks it holds; a
-fresh connection's first such query (the relation cache built) and its
-``CacheMemoryContext``; the time to build one more index; rows/s of memstack's upsert
-statement into a small namespace (one row a statement, and 100); and ``ANALYZE``.
+each the bench measures: the catalog's size (rows of ``pg_class`` and ``pg_index``,
+bytes of ``pg_class``, ``pg_attribute``, ``pg_index``, ``pg_statistic`` and every
+catalog relation); memstack's recall query (``_postgres_query.ann_vector_sql`` over
+``_postgres_query.where``, with the store's ``ivfflat.probes`` and iterative scan set by
+``_postgres_ann.search_with``) on one namespace, its planning and execution time from
+``EXPLAIN (ANALYZE, FORMAT JSON)``, p50 and p95, whether the plan still reads that
+namespace's index, and the locks it holds; a fresh connection's first such query (the
+relation cache built) and its ``CacheMemoryContext``; the time to build one more index;
+rows/s of memstack's upsert statement into a small namespace (one row a statement, and
+100); and ``ANALYZE``.
 
 Why small namespaces are faithful: every index is the store's own, made by
-``_postgres_ann.create_sql`` (``CREATE INDEX CONCURRENTLY``, with the store's
+``_postgres_ann.build`` (``CREATE INDEX CONCURRENTLY``, with the store's
 ``maintenance_work_mem`` and ``lists_for`` lists), for namespaces past the backend's
 ``exact_limit``, which the bench lowers through the constructor to ``rows - 1``. What
 grows with the count of such indexes, the subject here, does not depend on how many rows

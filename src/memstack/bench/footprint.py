@@ -4,8 +4,8 @@ in a namespace's approximate index, read from the server's own size functions.
 ``memstack bench recall --stores postgres`` reads it once a size is loaded and the store
 is ready (every index built). The table and its indexes are measured whole (every
 namespace in the schema, as an operator's disk sees them), divided by the table's rows;
-a namespace's approximate index is found by its partial predicate naming the namespace
-and divided by that namespace's rows.
+a namespace's approximate indexes are the ones the store finds for it
+(``_postgres_ann.found_indexes``), divided by that namespace's rows.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import psycopg
 from psycopg import sql
+
+from memstack.storage import _postgres_query as q
 
 __all__ = ["postgres_footprint"]
 
@@ -49,29 +51,29 @@ def postgres_footprint(
 def _approximate_indexes(
     conn: psycopg.Connection[tuple[object, ...]], schema: str, namespaces: Sequence[str]
 ) -> tuple[int, int]:
-    """Bytes of the approximate indexes whose predicate names one of ``namespaces``, and
-    the rows of the namespaces that have one."""
+    """Bytes of the namespaces' own indexes (as the store finds them), and the rows of
+    the namespaces that have one."""
+    from memstack.storage import _postgres_ann as ann
+
+    quoted = q.quote_schema(schema)
     found_bytes = found_rows = 0
     for namespace in namespaces:
-        row = conn.execute(
-            "SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0), count(*)"
-            " FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid"
-            " JOIN pg_namespace n ON n.oid = t.relnamespace"
-            " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
-            " WHERE n.nspname = %s AND t.relname = 'records' AND a.amname = 'ivfflat'"
-            " AND position(quote_literal(%s::text) in pg_get_expr(i.indpred, i.indrelid)) > 0",
-            (schema, namespace),
+        names = [index.name for index in ann.found_indexes(conn, quoted, namespace)]
+        if not names:
+            continue
+        sizes = conn.execute(
+            "SELECT coalesce(sum(pg_relation_size(to_regclass(%s || '.' || quote_ident(n)))), 0)"
+            " FROM unnest(%s::text[]) AS n",
+            (quoted, names),
         ).fetchone()
-        assert row is not None
-        if int(str(row[1])):
-            found_bytes += int(str(row[0]))
-            counted = conn.execute(
-                sql.SQL("SELECT count(*) FROM {} WHERE namespace = %s").format(
-                    sql.Identifier(schema, "records")
-                ),
-                (namespace,),
-            ).fetchone()
-            found_rows += int(str(counted[0])) if counted else 0
+        rows = conn.execute(
+            sql.SQL("SELECT count(*) FROM {} WHERE namespace = %s").format(
+                sql.Identifier(schema, "records")
+            ),
+            (namespace,),
+        ).fetchone()
+        found_bytes += int(str(sizes[0])) if sizes else 0
+        found_rows += int(str(rows[0])) if rows else 0
     return found_bytes, found_rows
 
 
