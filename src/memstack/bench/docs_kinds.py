@@ -15,8 +15,10 @@ from typing import Any, Final
 from memstack.bench.ablation import kept
 from memstack.bench.catalog_report import catalog_headline
 from memstack.bench.catalog_report import catalog_tables as catalog_figures
+from memstack.bench.footprint import STORAGE_HEADERS, storage_row
 from memstack.bench.locomo import switched
 from memstack.bench.metrics import METRIC_NAMES
+from memstack.bench.server_report import SATURATION_HEADERS, saturation_rows
 
 __all__ = ["KINDS", "Kind", "md_table", "num"]
 
@@ -138,36 +140,13 @@ def _storage_table(p: Payload) -> list[str]:
     points = [(run, pt) for run in p["runs"] for pt in run["points"] if pt.get("storage")]
     if not points:
         return []
-    headers: tuple[str, ...] = (
-        "store",
-        "size",
-        "table rows",
-        "table MB",
-        "indexes MB",
-        "ANN index MB",
-    )
-    headers += ("table B/memory", "other indexes B/memory", "ANN B/memory")
-    mb = 2**20
-    rows = [
-        [
-            run["store"],
-            pt["size"],
-            pt["storage"]["rows"],
-            round(pt["storage"]["table_bytes"] / mb, 1),
-            round(pt["storage"]["index_bytes"] / mb, 1),
-            round(pt["storage"]["ann_index_bytes"] / mb, 1),
-            pt["storage"]["table_bytes_per_memory"],
-            pt["storage"]["index_bytes_per_memory"],
-            pt["storage"]["ann_bytes_per_memory"],
-        ]
-        for run, pt in points
-    ]
+    rows = [storage_row(run["store"], pt["size"], pt["storage"]) for run, pt in points]
     note = (
         "Storage once the store was ready: the records table (heap and TOAST) and its "
         "indexes whole, per row of the table; the namespace's approximate index per row of "
         "the namespace."
     )
-    return ["", note, "", *md_table(headers, rows)]
+    return ["", note, "", *md_table(STORAGE_HEADERS, rows)]
 
 
 def recall_command(p: Payload, out: str) -> str:
@@ -291,20 +270,9 @@ def _server_run(p: Payload) -> list[str]:
 
 def _saturation(found: Payload) -> list[str]:
     """The CPU each part of the deployment used during the load, and which led."""
-    headers = ("part", "CPU s", "cores used", "can use", "utilization")
-    rows = [
-        [
-            part["part"] + (" (estimated)" if part.get("estimated") else ""),
-            part["cpu_s"],
-            part["cores_used"],
-            part.get("capacity_cores"),
-            part.get("utilization"),
-        ]
-        for part in found["parts"]
-    ]
     lead = f"Saturates first: {found['saturates_first']}; the machine at "
     lead += f"{found['machine_utilization']} of its cores."
-    return [*md_table(headers, rows), "", lead]
+    return [*md_table(SATURATION_HEADERS, saturation_rows(found)), "", lead]
 
 
 def server_command(p: Payload, out: str) -> str:

@@ -10,14 +10,28 @@ a namespace's approximate indexes are the ones the store finds for it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Final
 
-import psycopg
-from psycopg import sql
-
+from memstack.storage import _postgres_ann as ann
 from memstack.storage import _postgres_query as q
 
-__all__ = ["postgres_footprint"]
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["STORAGE_HEADERS", "postgres_footprint", "storage_row"]
+
+STORAGE_HEADERS: Final = (
+    "store",
+    "size",
+    "table rows",
+    "table MB",
+    "indexes MB",
+    "ANN index MB",
+    "table B/memory",
+    "other indexes B/memory",
+    "ANN B/memory",
+)
 
 
 def postgres_footprint(
@@ -25,6 +39,9 @@ def postgres_footprint(
 ) -> dict[str, float]:
     """Rows and bytes of ``schema``'s records table, its indexes, and the approximate
     indexes of ``namespaces`` (their rows summed), with the bytes per memory of each."""
+    import psycopg
+    from psycopg import sql
+
     table = sql.Identifier(schema, "records")
     with psycopg.connect(url, autocommit=True) as conn:
         name = sql.Literal(table.as_string(conn))
@@ -53,7 +70,7 @@ def _approximate_indexes(
 ) -> tuple[int, int]:
     """Bytes of the namespaces' own indexes (as the store finds them), and the rows of
     the namespaces that have one."""
-    from memstack.storage import _postgres_ann as ann
+    from psycopg import sql
 
     quoted = q.quote_schema(schema)
     found_bytes = found_rows = 0
@@ -75,6 +92,22 @@ def _approximate_indexes(
         found_bytes += int(str(sizes[0])) if sizes else 0
         found_rows += int(str(rows[0])) if rows else 0
     return found_bytes, found_rows
+
+
+def storage_row(store: str, size: int, storage: Mapping[str, float]) -> list[object]:
+    """One ``postgres_footprint`` under ``STORAGE_HEADERS``: sizes in MB, bytes per memory."""
+    mb = 2**20
+    return [
+        store,
+        size,
+        storage["rows"],
+        round(storage["table_bytes"] / mb, 1),
+        round(storage["index_bytes"] / mb, 1),
+        round(storage["ann_index_bytes"] / mb, 1),
+        storage["table_bytes_per_memory"],
+        storage["index_bytes_per_memory"],
+        storage["ann_bytes_per_memory"],
+    ]
 
 
 def _per(total: int, rows: int) -> float:

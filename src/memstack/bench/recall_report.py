@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from memstack.bench.floor import FLOOR_K
+from memstack.bench.footprint import STORAGE_HEADERS, storage_row
 from memstack.bench.report import format_table
 from memstack.bench.scale import PER_NAMESPACE, RecallBench, RecallPoint, RecallRun
 
@@ -85,25 +86,10 @@ def _row(run: RecallRun, p: RecallPoint) -> list[object]:
 
 def storage_table(runs: Sequence[RecallRun]) -> str:
     """What each size weighed in the store once ready, where it was read."""
-    headers: tuple[str, ...] = ("store", "size", "rows", "table MB", "indexes MB", "ANN MB")
-    headers += ("table B/memory", "other indexes B/memory", "ANN B/memory")
     rows = [
-        [
-            run.store,
-            p.size,
-            p.storage["rows"],
-            round(p.storage["table_bytes"] / 2**20, 1),
-            round(p.storage["index_bytes"] / 2**20, 1),
-            round(p.storage["ann_index_bytes"] / 2**20, 1),
-            p.storage["table_bytes_per_memory"],
-            p.storage["index_bytes_per_memory"],
-            p.storage["ann_bytes_per_memory"],
-        ]
-        for run in runs
-        for p in run.points
-        if p.storage
+        storage_row(run.store, p.size, p.storage) for run in runs for p in run.points if p.storage
     ]
-    return format_table(headers, rows)
+    return format_table(STORAGE_HEADERS, rows)
 
 
 def rss_ratio(run: RecallRun, p: RecallPoint) -> float | None:

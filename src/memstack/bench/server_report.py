@@ -10,10 +10,19 @@ throughput, p99 and CPU per request as ratios to the first run's, and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from memstack.bench.report import format_table, ratio
 
-__all__ = ["compare_runs", "comparison_table", "configuration", "saturation_table", "server_table"]
+__all__ = [
+    "SATURATION_HEADERS",
+    "compare_runs",
+    "comparison_table",
+    "configuration",
+    "saturation_rows",
+    "saturation_table",
+    "server_table",
+]
 
 
 def server_table(summary: dict[str, object], label: str) -> str:
@@ -55,11 +64,12 @@ def saturation_lines(summary: Mapping[str, object]) -> list[str]:
     ]
 
 
-def saturation_table(found: Mapping[str, object]) -> str:
-    parts = found["parts"]
-    assert isinstance(parts, list)
-    headers = ("part", "CPU s", "cores used", "can use", "utilization")
-    rows = [
+SATURATION_HEADERS: Final = ("part", "CPU s", "cores used", "can use", "utilization")
+
+
+def saturation_rows(found: Mapping[str, Any]) -> list[list[object]]:
+    """A row a part of a ``saturation`` report, under ``SATURATION_HEADERS``."""
+    return [
         [
             part["part"] + (" (estimated)" if part.get("estimated") else ""),
             part["cpu_s"],
@@ -67,9 +77,12 @@ def saturation_table(found: Mapping[str, object]) -> str:
             part.get("capacity_cores"),
             part.get("utilization"),
         ]
-        for part in parts
+        for part in found["parts"]
     ]
-    return format_table(headers, rows)
+
+
+def saturation_table(found: Mapping[str, Any]) -> str:
+    return format_table(SATURATION_HEADERS, saturation_rows(found))
 
 
 def configuration(run: Mapping[str, object]) -> str:
