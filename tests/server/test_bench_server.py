@@ -1,11 +1,12 @@
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 import redis
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from memstack.cli import main
 from memstack.service.global_identity import MIGRATED_ID
@@ -114,21 +115,25 @@ def _redis_keys(redis_url: str) -> set[bytes]:
         return set(client.keys("*"))
 
 
+def _small_load(tmp_path: Path, *shape: str) -> tuple[Result, dict[str, Any]]:
+    """``bench server`` of a spawned server in ``shape``, a small load each configuration;
+    its output and its JSON report."""
+    out = tmp_path / "report.json"
+    load = ("--clients", "4", "--duration", "3", "--max-requests", "60", "--out", str(out))
+    result = CliRunner().invoke(main, _bench(*shape, *load))
+    assert result.exit_code == 0, result.output
+    report: dict[str, Any] = json.loads(out.read_text())
+    return result, report
+
+
 def test_bench_server_compares_worker_counts_on_postgres_and_redis_and_leaves_nothing(
     postgres_url: str, redis_url: str, tmp_path: Path
 ):
-    out = tmp_path / "workers.json"
     rows_before = _rows(postgres_url)
     redis_before = _redis_keys(redis_url)
-    result = CliRunner().invoke(
-        main,
-        _bench(
-            *("--postgres-url", postgres_url, "--redis-url", redis_url, "--workers", "1,2"),
-            *("--clients", "4", "--duration", "3", "--max-requests", "60", "--out", str(out)),
-        ),
+    result, report = _small_load(
+        tmp_path, "--postgres-url", postgres_url, "--redis-url", redis_url, "--workers", "1,2"
     )
-    assert result.exit_code == 0, result.output
-    report = json.loads(out.read_text())
     assert report["store"] == "postgres" and report["short_term"] == "redis"
     runs = report["runs"]
     assert report["workers"] == [1, 2] and [run["workers"] for run in runs] == [1, 2]
@@ -195,19 +200,17 @@ def test_bench_server_compares_reads_on_a_standby_and_says_what_saturates(
     replicated_postgres: tuple[PostgresServer, PostgresServer], redis_url: str, tmp_path: Path
 ):
     primary, standby = (server.url for server in replicated_postgres)
-    out = tmp_path / "replica.json"
     rows_before = _rows(primary)
     reads_before = _transactions(standby)
-    result = CliRunner().invoke(
-        main,
-        _bench(
-            *("--postgres-url", primary, "--postgres-read-url", standby),
-            *("--redis-url", redis_url, "--clients", "4", "--duration", "3"),
-            *("--max-requests", "60", "--out", str(out)),
-        ),
+    result, report = _small_load(
+        tmp_path,
+        "--postgres-url",
+        primary,
+        "--postgres-read-url",
+        standby,
+        "--redis-url",
+        redis_url,
     )
-    assert result.exit_code == 0, result.output
-    report = json.loads(out.read_text())
     assert report["replicas"] == 1 and report["workers"] == [1]
     first, second = report["comparison"]
     assert (first["configuration"], second["configuration"]) == ("1 worker", "1 worker + 1 standby")
