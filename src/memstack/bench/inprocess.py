@@ -62,7 +62,7 @@ async def replay_in_process(
                 await _apply(services.memories, principal, call)
                 spent[call.op].append((time.process_time() - started) * 1000)
                 progress(1)
-            embed_ms = _embedding_cpu_ms(services.embedder, calls)
+            embed_ms = _embedding_cpu_ms(services.batching or services.embedder, calls)
         finally:
             services.close()
     every = [ms for values in spent.values() for ms in values]
@@ -74,11 +74,10 @@ async def replay_in_process(
     )
 
 
-def _embedding_cpu_ms(embedder: Embedder, calls: Sequence[Call]) -> float:
+def _embedding_cpu_ms(model: Embedder, calls: Sequence[Call]) -> float:
     """CPU milliseconds of embedding what ``calls`` embed, one text at a time, through
-    ``embedder``'s model behind a fresh cache (the model itself when it has no cache)."""
-    model = getattr(embedder, "inner", embedder)
-    fresh: Embedder = CachedEmbedder(model) if isinstance(embedder, CachedEmbedder) else model
+    ``model`` behind a fresh cache, as the server's cache sees them."""
+    fresh = CachedEmbedder(model)
     texts = [_embedded_text(call) for call in calls]
     started = time.process_time()
     for text in texts:
