@@ -29,6 +29,7 @@ SOURCES: Final = {
     "storage": "issue44/recall-pg-storage.json",
     "catalog": "issue44/catalog.json",
     "server": "issue44/server-scaling.json",
+    "server_repeat": "issue44/server-scaling-repeat.json",
 }
 """The runs the page reads, by role, as paths under the results folder."""
 
@@ -207,41 +208,34 @@ class _Figures:
 
     # Hot standbys --------------------------------------------------------------------
 
-    def server_rows(self) -> list[Mapping[str, Any]]:
-        rows: list[Mapping[str, Any]] = self.runs["server"]["comparison"]
+    def server_rows(self, role: str = "server") -> list[Mapping[str, Any]]:
+        rows: list[Mapping[str, Any]] = self.runs[role]["comparison"]
         return rows
 
-    def _parts(self, index: int) -> dict[str, Mapping[str, Any]]:
-        run = self.runs["server"]["runs"][index]
+    def _parts(self, index: int, role: str = "server") -> dict[str, Mapping[str, Any]]:
+        run = self.runs[role]["runs"][index]
         return {part["part"]: part for part in run["saturation"]["parts"]}
 
     def replicas(self) -> list[str]:
-        rows = self.server_rows()
         table = []
-        for i, row in enumerate(rows):
-            parts = self._parts(i)
-            cores = {name: parts.get(name, {}).get("cores_used") for name in _PARTS}
-            table.append(
-                f"| {row['configuration']} | {row['requests_per_s']} | {row['p99_ms']} | "
-                f"{row['requests_per_s_ratio']} | {row['p99_ratio']} | "
-                + " | ".join(
-                    str(cores[name] if cores[name] is not None else "-") for name in _PARTS
-                )
-                + f" | {row['saturates_first']} | {row['machine_utilization']} |"
-            )
+        for number, role in enumerate(("server", "server_repeat"), 1):
+            for i, row in enumerate(self.server_rows(role)):
+                table.append(self._replica_row(number, row, self._parts(i, role)))
         return [
             "## 3. Hot standbys for reads",
             "",
             "`--postgres-read-url` sends recall, search and listing to PostgreSQL hot "
             "standbys; a caller's own writes stay visible (per-namespace write marks), and a "
             "standby that lags or goes away is passed over. `memstack bench server` on "
-            "PostgreSQL and Redis, the same load in each configuration, ratios to the first; "
-            "cores used per part during the load:",
+            "PostgreSQL and Redis, the same load in each configuration, ratios to the first, "
+            "run twice one after the other (a ratio that moves between the runs as much as it "
+            "differs from 1 is the machine's drift, not the configuration); cores used per "
+            "part during the load:",
             "",
-            "| configuration | requests/s | p99 ms | req/s ratio | p99 ratio | "
+            "| run | configuration | requests/s | p99 ms | req/s ratio | p99 ratio | "
             + " | ".join(_PARTS)
             + " | saturates first | machine |",
-            "|---|---:|---:|---:|---:|" + "---:|" * len(_PARTS) + "---|---:|",
+            "|---:|---|---:|---:|---:|---:|" + "---:|" * len(_PARTS) + "---|---:|",
             *table,
             "",
             "**What two cores can and cannot show.** The load generator, the server's "
@@ -257,6 +251,18 @@ class _Figures:
             "still makes one small lookup there; the short-term tier is one Redis.",
             "",
         ]
+
+    @staticmethod
+    def _replica_row(
+        number: int, row: Mapping[str, Any], parts: Mapping[str, Mapping[str, Any]]
+    ) -> str:
+        cores = {name: parts.get(name, {}).get("cores_used") for name in _PARTS}
+        return (
+            f"| {number} | {row['configuration']} | {row['requests_per_s']} | {row['p99_ms']} | "
+            f"{row['requests_per_s_ratio']} | {row['p99_ratio']} | "
+            + " | ".join(str(cores[name] if cores[name] is not None else "-") for name in _PARTS)
+            + f" | {row['saturates_first']} | {row['machine_utilization']} |"
+        )
 
     # Redis Cluster -------------------------------------------------------------------
 
