@@ -1,11 +1,15 @@
 """What a load saturates: each part's CPU as cores used against the cores it can use."""
 
+import subprocess
+import sys
+
 import psycopg
 import redis
 
 from memstack.bench.saturation import (
     Spent,
     postgres_probe,
+    process_probe,
     read_probes,
     redis_probe,
     saturation,
@@ -39,6 +43,13 @@ def test_a_postgres_on_this_machine_is_read_by_its_process_tree(postgres_url: st
         conn.execute("SELECT count(*) FROM generate_series(1, 3000000)").fetchone()
     parts = spent_between([probe], before, read_probes([probe]))
     assert parts[0].cpu_s is not None and parts[0].cpu_s > 0
+
+
+def test_a_part_that_cannot_be_read_is_listed_as_not_read():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # gone, and waited for
+    probes = [process_probe("gone", child.pid, 1.0), redis_probe("redis://127.0.0.1:9/0")]
+    assert read_probes(probes) == {"gone": None, "Redis": None}
 
 
 def test_a_postgres_that_cannot_be_reached_has_no_probe():

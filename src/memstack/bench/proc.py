@@ -47,7 +47,10 @@ def cpu_seconds(pid: int) -> float:
         psutil = importlib.import_module("psutil")
     except ImportError:
         return sum(_proc_cpu_seconds(p) for p in [pid, *_proc_descendants(pid)])
-    root = psutil.Process(pid)
+    try:
+        root = psutil.Process(pid)
+    except psutil.NoSuchProcess as exc:
+        raise ConfigError(f"cannot read the CPU time of process {pid}: it is gone") from exc
     total = 0.0
     for process in [root, *root.children(recursive=True)]:
         try:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memstack.bench.proc import cpu_seconds
+from memstack.errors import MemstackError, StoreUnavailable
 
 __all__ = [
     "CpuProbe",
@@ -81,19 +82,23 @@ def redis_probe(url: str) -> CpuProbe:
     redis = importlib.import_module("redis")
 
     def read() -> float:
-        with redis.Redis.from_url(url) as client:
-            info = client.info("cpu")
+        try:
+            with redis.Redis.from_url(url) as client:
+                info = client.info("cpu")
+        except redis.RedisError as exc:
+            raise StoreUnavailable(f"cannot read Redis's CPU time: {exc}") from exc
         return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
     return CpuProbe(name="Redis", capacity=1.0, read=read)
 
 
 def read_probes(probes: Sequence[CpuProbe]) -> dict[str, float | None]:
-    """Every probe's CPU seconds now; None for one that could not be read."""
+    """Every probe's CPU seconds now; None for one that could not be read (its process
+    gone, its server unreachable)."""
     found: dict[str, float | None] = {}
     for probe in probes:
         found[probe.name] = None
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(OSError, MemstackError):
             found[probe.name] = probe.read()
     return found
 
